@@ -1,0 +1,1 @@
+//! Warp-level reductions of registers (see the helper tasks).

@@ -1,0 +1,91 @@
+//! [`Lanes`]: what the lanes of one warp can do together.
+//!
+//! Every operation takes the `mask` of lanes that take part, like CUDA's `*_sync` functions:
+//! each lane named in `mask` must call the same operation with the same mask, and a lane reads
+//! only from lanes in `mask`. The simulator checks both rules and panics when one is broken; on a
+//! GPU breaking them is undefined behaviour.
+//!
+//! | operation        | every lane in `mask` receives                                           |
+//! |------------------|-------------------------------------------------------------------------|
+//! | `shfl_idx(v, s)` | `v` of lane `s % WIDTH`                                                  |
+//! | `shfl_xor(v, m)` | `v` of lane `lane ^ m` (its own `v` if that lane is past the warp)       |
+//! | `shfl_up(v, d)`  | `v` of lane `lane - d`, or its own `v` when `lane < d`                   |
+//! | `shfl_down(v, d)`| `v` of lane `lane + d`, or its own `v` when `lane + d >= WIDTH`          |
+//! | `ballot(p)`      | the mask of lanes in `mask` whose `p` is true                            |
+//! | `match_any(v)`   | the mask of lanes in `mask` whose `v` equals its own                     |
+//! | `sync()`         | nothing; memory written before it is visible to the others after it      |
+
+use crate::Word;
+
+/// A set of lanes: bit `i` is lane `i`. One type serves warps of 32 and 64 lanes.
+pub type LaneMask = u64;
+
+/// The lanes of one warp (NVIDIA) or wavefront (AMD), executing in lockstep.
+pub trait Lanes: Copy {
+    /// Lanes per warp: 32 or 64.
+    const WIDTH: u32;
+    /// The mask naming every lane of the warp.
+    const FULL: LaneMask = if Self::WIDTH >= 64 { u64::MAX } else { (1u64 << Self::WIDTH) - 1 };
+
+    /// This lane's index within its warp, `0..WIDTH`.
+    fn lane_id(self) -> u32;
+    /// The lanes of this warp that are executing this call together (converged with this lane).
+    fn active_mask(self) -> LaneMask;
+    /// Waits until every lane in `mask` has reached a `sync` with the same mask; orders memory
+    /// among them.
+    fn sync(self, mask: LaneMask);
+    /// `v` from lane `src % WIDTH`.
+    fn shfl_idx_u32(self, mask: LaneMask, v: u32, src: u32) -> u32;
+    /// `v` from lane `lane_id ^ lane_mask`; own `v` if that lane is outside the warp.
+    fn shfl_xor_u32(self, mask: LaneMask, v: u32, lane_mask: u32) -> u32;
+    /// `v` from lane `lane_id - delta`; own `v` for lanes below `delta`.
+    fn shfl_up_u32(self, mask: LaneMask, v: u32, delta: u32) -> u32;
+    /// `v` from lane `lane_id + delta`; own `v` where that is past the warp.
+    fn shfl_down_u32(self, mask: LaneMask, v: u32, delta: u32) -> u32;
+    /// The lanes of `mask` whose `pred` is true.
+    fn ballot(self, mask: LaneMask, pred: bool) -> LaneMask;
+    /// The lanes of `mask` whose `v` equals this lane's `v`.
+    fn match_any_u32(self, mask: LaneMask, v: u32) -> LaneMask;
+
+    /// True on every lane if `pred` holds on any lane of `mask`.
+    #[inline(always)]
+    fn any(self, mask: LaneMask, pred: bool) -> bool {
+        self.ballot(mask, pred) != 0
+    }
+    /// True on every lane if `pred` holds on all lanes of `mask`.
+    #[inline(always)]
+    fn all(self, mask: LaneMask, pred: bool) -> bool {
+        self.ballot(mask, pred) == mask
+    }
+    /// [`Lanes::shfl_idx_u32`] for any [`Word`].
+    #[inline(always)]
+    fn shfl_idx<T: Word>(self, mask: LaneMask, v: T, src: u32) -> T {
+        v.map_words(|x| self.shfl_idx_u32(mask, x, src))
+    }
+    /// [`Lanes::shfl_xor_u32`] for any [`Word`].
+    #[inline(always)]
+    fn shfl_xor<T: Word>(self, mask: LaneMask, v: T, lane_mask: u32) -> T {
+        v.map_words(|x| self.shfl_xor_u32(mask, x, lane_mask))
+    }
+    /// [`Lanes::shfl_up_u32`] for any [`Word`].
+    #[inline(always)]
+    fn shfl_up<T: Word>(self, mask: LaneMask, v: T, delta: u32) -> T {
+        v.map_words(|x| self.shfl_up_u32(mask, x, delta))
+    }
+    /// [`Lanes::shfl_down_u32`] for any [`Word`].
+    #[inline(always)]
+    fn shfl_down<T: Word>(self, mask: LaneMask, v: T, delta: u32) -> T {
+        v.map_words(|x| self.shfl_down_u32(mask, x, delta))
+    }
+    /// [`Lanes::match_any_u32`] for any [`Word`]: lanes whose every 32-bit half matches.
+    #[inline(always)]
+    fn match_any<T: Word>(self, mask: LaneMask, v: T) -> LaneMask {
+        let b = v.to_bits64();
+        let lo = self.match_any_u32(mask, b as u32);
+        if T::WORDS == 1 {
+            lo
+        } else {
+            lo & self.match_any_u32(mask, (b >> 32) as u32)
+        }
+    }
+}
