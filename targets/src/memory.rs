@@ -141,3 +141,70 @@ pub trait Memory: Copy {
     /// As [`Memory::atomic_add`].
     unsafe fn atomic_exch<T: Atom>(self, p: *mut T, v: T, order: AtomicOrder, scope: Scope) -> T;
 }
+
+impl AtomicOrder {
+    /// The core ordering of a read-modify-write with this order.
+    pub fn to_core(self) -> core::sync::atomic::Ordering {
+        use core::sync::atomic::Ordering;
+        match self {
+            AtomicOrder::Relaxed => Ordering::Relaxed,
+            AtomicOrder::Acquire => Ordering::Acquire,
+            AtomicOrder::Release => Ordering::Release,
+            AtomicOrder::AcqRel => Ordering::AcqRel,
+        }
+    }
+    /// The core ordering of a failed compare-exchange with this order (no release part).
+    pub fn to_core_failure(self) -> core::sync::atomic::Ordering {
+        use core::sync::atomic::Ordering;
+        match self {
+            AtomicOrder::Relaxed | AtomicOrder::Release => Ordering::Relaxed,
+            AtomicOrder::Acquire | AtomicOrder::AcqRel => Ordering::Acquire,
+        }
+    }
+}
+
+/// Runs `on32` or `on64` on the core atomic that views `*p`, by `T`'s kind: the shared core of
+/// the backends that implement [`Memory`] with core atomics (amdgpu, sim).
+///
+/// # Safety
+/// `p` is valid, aligned, and only accessed atomically while the closure runs.
+#[cfg(any(feature = "sim", target_arch = "amdgpu"))]
+#[inline(always)]
+pub(crate) unsafe fn with_core_atomic<T: Atom>(
+    p: *const T,
+    on32: impl FnOnce(&core::sync::atomic::AtomicU32) -> u32,
+    on64: impl FnOnce(&core::sync::atomic::AtomicU64) -> u64,
+) -> T {
+    use core::sync::atomic::{AtomicU32, AtomicU64};
+    match T::KIND {
+        AtomKind::U32 => T::from_u64(on32(AtomicU32::from_ptr(p as *mut u32)) as u64),
+        AtomKind::U64 => T::from_u64(on64(AtomicU64::from_ptr(p as *mut u64))),
+    }
+}
+
+/// [`Memory`]'s atomic operations on core atomics: `impl_core_atomics!()` inside an
+/// `impl Memory for X` block (amdgpu, sim).
+#[cfg(any(feature = "sim", target_arch = "amdgpu"))]
+macro_rules! impl_core_atomics {
+    () => {
+        unsafe fn atomic_add<T: Atom>(self, p: *mut T, v: T, order: AtomicOrder, _scope: Scope) -> T {
+            let (o, x) = (order.to_core(), v.to_u64());
+            $crate::memory::with_core_atomic(p, |a| a.fetch_add(x as u32, o), |a| a.fetch_add(x, o))
+        }
+        unsafe fn atomic_cas<T: Atom>(self, p: *mut T, current: T, new: T, order: AtomicOrder, _scope: Scope) -> T {
+            let (o, f) = (order.to_core(), order.to_core_failure());
+            let (c, n) = (current.to_u64(), new.to_u64());
+            $crate::memory::with_core_atomic(
+                p,
+                |a| a.compare_exchange(c as u32, n as u32, o, f).unwrap_or_else(|old| old),
+                |a| a.compare_exchange(c, n, o, f).unwrap_or_else(|old| old),
+            )
+        }
+        unsafe fn atomic_exch<T: Atom>(self, p: *mut T, v: T, order: AtomicOrder, _scope: Scope) -> T {
+            let (o, x) = (order.to_core(), v.to_u64());
+            $crate::memory::with_core_atomic(p, |a| a.swap(x as u32, o), |a| a.swap(x, o))
+        }
+    };
+}
+#[cfg(any(feature = "sim", target_arch = "amdgpu"))]
+pub(crate) use impl_core_atomics;

@@ -1,0 +1,8 @@
+//! The kernels. Each is a generic function (called directly by tests on the simulator) whose
+//! `#[kernel]` attribute emits the GPU entry points and a marker type for the manifest.
+
+mod reduce_copy;
+mod warp_all_reduce;
+
+pub use reduce_copy::{reduce_copy, ReduceCopy};
+pub use warp_all_reduce::{warp_all_reduce, WarpAllReduce};

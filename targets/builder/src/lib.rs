@@ -1,0 +1,182 @@
+//! The build driver: turns the kernel crate (`primitives/kernels`) into one PTX module per
+//! NVIDIA architecture and one code object per AMD architecture, with the toolchain that
+//! `scripts/setup.sh` installs, and runs the vendor tools over the results.
+//!
+//! | [`GpuArch`]  | rustc target          | `-Ctarget-cpu` | artifact                      |
+//! |--------------|-----------------------|----------------|-------------------------------|
+//! | `Sm90`       | `nvptx64-nvidia-cuda` | `sm_90`        | `zipcoll_kernels.ptx`         |
+//! | `Sm80`       | `nvptx64-nvidia-cuda` | `sm_80`        | `zipcoll_kernels.ptx`         |
+//! | `Gfx942`     | `amdgcn-amd-amdhsa`   | `gfx942`       | `zipcoll_kernels.elf`         |
+//! | `Gfx950`     | `amdgcn-amd-amdhsa`   | `gfx950`       | `zipcoll_kernels.elf`         |
+//!
+//! ```no_run
+//! let tc = zipcoll_gpu_build::Toolchain::find()?;
+//! let ptx = zipcoll_gpu_build::build(&tc, zipcoll_gpu_build::GpuArch::Sm90)?;
+//! println!("{}", tc.ptxas_verbose(&ptx, "sm_90")?);
+//! # Ok::<(), zipcoll_gpu_build::BuildError>(())
+//! ```
+//!
+//! Each architecture builds in its own `target/gpu/<arch>` directory, so builds are incremental
+//! and never clobber each other. The nested cargo runs with a clean environment (only `PATH`,
+//! `HOME` and cargo/rustup locations pass), so a host build script can call [`build`].
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A GPU architecture zipcoll builds device code for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GpuArch {
+    /// NVIDIA Hopper (H100, H200).
+    Sm90,
+    /// NVIDIA Ampere (A100).
+    Sm80,
+    /// AMD CDNA3 (MI300).
+    Gfx942,
+    /// AMD CDNA4 (MI350).
+    Gfx950,
+}
+
+impl GpuArch {
+    /// Every architecture, in build order.
+    pub const ALL: [GpuArch; 4] = [GpuArch::Sm90, GpuArch::Sm80, GpuArch::Gfx942, GpuArch::Gfx950];
+
+    /// The `-Ctarget-cpu` name (`sm_90`, `gfx942`, ...).
+    pub fn cpu(self) -> &'static str {
+        match self {
+            GpuArch::Sm90 => "sm_90",
+            GpuArch::Sm80 => "sm_80",
+            GpuArch::Gfx942 => "gfx942",
+            GpuArch::Gfx950 => "gfx950",
+        }
+    }
+    /// The rustc target triple.
+    pub fn triple(self) -> &'static str {
+        if self.is_nvidia() {
+            "nvptx64-nvidia-cuda"
+        } else {
+            "amdgcn-amd-amdhsa"
+        }
+    }
+    /// True for the NVIDIA architectures (PTX modules).
+    pub fn is_nvidia(self) -> bool {
+        matches!(self, GpuArch::Sm90 | GpuArch::Sm80)
+    }
+    fn artifact_name(self) -> &'static str {
+        if self.is_nvidia() {
+            "zipcoll_kernels.ptx"
+        } else {
+            "zipcoll_kernels.elf"
+        }
+    }
+}
+
+/// Why a GPU build or validation failed.
+#[derive(Debug)]
+pub enum BuildError {
+    /// The toolchain of `scripts/setup.sh` is not installed where it was looked for.
+    ToolchainMissing { looked_in: PathBuf },
+    /// A tool could not be started.
+    Spawn { tool: String, error: std::io::Error },
+    /// A tool ran and failed; its output.
+    ToolFailed { tool: String, output: String },
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::ToolchainMissing { looked_in } => write!(
+                f,
+                "zipcoll's GPU toolchain is not installed (looked in {}): run `bash scripts/setup.sh`",
+                looked_in.display()
+            ),
+            BuildError::Spawn { tool, error } => write!(f, "cannot run {tool}: {error}"),
+            BuildError::ToolFailed { tool, output } => write!(f, "{tool} failed:\n{output}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// The repository root (this crate lives at `targets/builder`).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("the repository holds this crate")
+}
+
+/// The tools that `scripts/setup.sh` installed.
+#[derive(Clone, Debug)]
+pub struct Toolchain {
+    /// Root of the install (`$ZIPCOLL_TOOLCHAIN`, default `<repo>/.toolchain`).
+    pub root: PathBuf,
+    /// `ptxas`, from the CUDA wheel.
+    pub ptxas: PathBuf,
+    /// Directory of the LLVM tools (`llvm-readelf`).
+    pub llvm_bin: PathBuf,
+}
+
+impl Toolchain {
+    /// Finds the install named by `$ZIPCOLL_TOOLCHAIN`, or `<repo>/.toolchain`.
+    pub fn find() -> Result<Toolchain, BuildError> {
+        let root = std::env::var_os("ZIPCOLL_TOOLCHAIN").map(PathBuf::from).unwrap_or_else(|| repo_root().join(".toolchain"));
+        let env = std::fs::read_to_string(root.join("env"))
+            .map_err(|_| BuildError::ToolchainMissing { looked_in: root.clone() })?;
+        let value = |key: &str| {
+            env.lines().find_map(|l| l.strip_prefix(key).and_then(|r| r.strip_prefix('='))).map(PathBuf::from)
+        };
+        match (value("PTXAS"), value("LLVM_BIN")) {
+            (Some(ptxas), Some(llvm_bin)) if root.join("bin/rustc").exists() => Ok(Toolchain { root, ptxas, llvm_bin }),
+            _ => Err(BuildError::ToolchainMissing { looked_in: root }),
+        }
+    }
+
+    /// `ptxas --verbose` over `ptx` for `arch` (`sm_90`): its report (registers, spills, shared
+    /// memory per entry). Fails if ptxas rejects the module.
+    pub fn ptxas_verbose(&self, ptx: &Path, arch: &str) -> Result<String, BuildError> {
+        let cubin = ptx.with_extension(format!("{arch}.cubin"));
+        let mut cmd = Command::new(&self.ptxas);
+        cmd.arg(format!("-arch={arch}")).arg("--verbose").arg(ptx).arg("-o").arg(&cubin);
+        run("ptxas", cmd)
+    }
+
+    /// `llvm-readelf --notes` over an AMD code object: its kernel metadata.
+    pub fn readelf_notes(&self, code_object: &Path) -> Result<String, BuildError> {
+        let mut cmd = Command::new(self.llvm_bin.join("llvm-readelf"));
+        cmd.arg("--notes").arg(code_object);
+        run("llvm-readelf", cmd)
+    }
+}
+
+/// Runs `cmd`; its stdout and stderr together on success.
+fn run(tool: &str, mut cmd: Command) -> Result<String, BuildError> {
+    let out = cmd.output().map_err(|error| BuildError::Spawn { tool: tool.into(), error })?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if out.status.success() {
+        Ok(text)
+    } else {
+        Err(BuildError::ToolFailed { tool: tool.into(), output: text })
+    }
+}
+
+/// Builds the kernel crate for `arch` (incrementally) and returns the path of the PTX module
+/// or code object.
+pub fn build(tc: &Toolchain, arch: GpuArch) -> Result<PathBuf, BuildError> {
+    let repo = repo_root();
+    let target_dir = repo.join("target/gpu").join(arch.cpu());
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(repo.join("primitives/kernels")).env_clear();
+    for keep in ["PATH", "HOME", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "TMPDIR", "ZIPCOLL_TOOLCHAIN", "ZIPCOLL_KERNEL_FILTER"] {
+        if let Some(v) = std::env::var_os(keep) {
+            cmd.env(keep, v);
+        }
+    }
+    let triple = arch.triple();
+    let flags_key = format!("CARGO_TARGET_{}_RUSTFLAGS", triple.to_uppercase().replace('-', "_"));
+    // Cargo appends these to the kernel crate's configured flags; the later -Ctarget-cpu wins.
+    cmd.env(flags_key, format!("-Ctarget-cpu={}", arch.cpu()))
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .env("RUSTC", tc.root.join("bin/rustc"))
+        .args(["build", "--release", "--locked", "--target", triple]);
+    run("cargo build (GPU kernels)", cmd)?;
+    Ok(target_dir.join(triple).join("release").join(arch.artifact_name()))
+}

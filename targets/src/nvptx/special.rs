@@ -1,0 +1,51 @@
+//! Special registers, the block barrier and dynamic shared memory.
+
+use super::NvptxWarp;
+use crate::{Grid, SharedMem};
+use core::arch::{asm, global_asm, nvptx};
+
+// The launch-sized shared buffer: one `.extern .shared` array at module scope.
+global_asm!(".extern .shared .align 16 .b8 zc_dynamic_smem[];");
+
+impl Grid for NvptxWarp {
+    #[inline(always)]
+    fn thread_idx(self) -> u32 {
+        // SAFETY: reading a special register has no preconditions inside a kernel.
+        unsafe { nvptx::_thread_idx_x() as u32 }
+    }
+    #[inline(always)]
+    fn block_dim(self) -> u32 {
+        // SAFETY: as above.
+        unsafe { nvptx::_block_dim_x() as u32 }
+    }
+    #[inline(always)]
+    fn block_idx(self) -> u32 {
+        // SAFETY: as above.
+        unsafe { nvptx::_block_idx_x() as u32 }
+    }
+    #[inline(always)]
+    fn grid_dim(self) -> u32 {
+        // SAFETY: as above.
+        unsafe { nvptx::_grid_dim_x() as u32 }
+    }
+    #[inline(always)]
+    fn block_sync(self) {
+        // SAFETY: a barrier; every non-exited thread of the block must reach it (caller's contract
+        // for block_sync, as in CUDA).
+        unsafe { nvptx::_syncthreads() }
+    }
+}
+
+impl SharedMem for NvptxWarp {
+    #[inline(always)]
+    fn shared_mem(self) -> (*mut u8, u32) {
+        let (size, base): (u32, u64);
+        // SAFETY: reads %dynamic_smem_size and converts the shared-window address of the
+        // module's extern shared array to a generic pointer; no memory is accessed.
+        unsafe {
+            asm!("mov.u32 {s}, %dynamic_smem_size;", s = out(reg32) size);
+            asm!("cvta.shared.u64 {p}, zc_dynamic_smem;", p = out(reg64) base);
+        }
+        (base as *mut u8, size)
+    }
+}
