@@ -10,7 +10,14 @@ use zipcoll_gpu_build::{build, repo_root, BuildError, GpuArch, Toolchain};
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(zipcoll_kernels)");
     let repo = repo_root();
-    for dir in ["device/src", "targets/src", "primitives/src", "primitives/kernels", "codegen/src", ".toolchain/stamp"] {
+    for dir in [
+        "device/src",
+        "targets/src",
+        "primitives/src",
+        "primitives/kernels",
+        "codegen/src",
+        ".toolchain/stamp",
+    ] {
         println!("cargo::rerun-if-changed={}", repo.join(dir).display());
     }
     println!("cargo::rerun-if-env-changed=ZIPCOLL_TOOLCHAIN");
@@ -25,7 +32,11 @@ fn main() {
     };
     for arch in GpuArch::ALL {
         match build(&tc, arch) {
-            Ok(path) => println!("cargo::rustc-env=ZIPCOLL_ARTIFACT_{}={}", arch.cpu().to_uppercase(), path.display()),
+            Ok(path) => println!(
+                "cargo::rustc-env=ZIPCOLL_ARTIFACT_{}={}",
+                arch.cpu().to_uppercase(),
+                path.display()
+            ),
             Err(e) => panic!("building the GPU kernels for {}: {e}", arch.cpu()),
         }
     }

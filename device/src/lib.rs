@@ -3,11 +3,17 @@
 //!
 //! | module     | what it holds                                                 |
 //! |------------|---------------------------------------------------------------|
+//! | [`bits`]   | warp-cooperative scans, compaction, bit packing, checksums    |
+//! | [`codec`]  | lossless codecs: the symbol coders and the frame codec        |
 //! | [`dtype`]  | element types, exponent split/join, f32 conversions          |
+//! | [`frame`]  | the frame header, its validation, the frame checksum          |
 //! | [`reduce`] | reduction operators with NCCL's semantics                     |
 //! | [`warp_reduce`] | warp-level reductions of registers                       |
 #![no_std]
 
+pub mod bits;
+pub mod codec;
 pub mod dtype;
+pub mod frame;
 pub mod reduce;
 pub mod warp_reduce;

@@ -8,6 +8,24 @@
 //! | [`Min`]  | the smaller, NaN if either is   | `x`                                  |
 //! | [`Max`]  | the larger, NaN if either is    | `x`                                  |
 //! | [`Avg`]  | `a + b`                         | `x * (1 / nranks)` (NCCL's PreMulSum) |
+//!
+//! Every operation is computed as `T::from_f32(op(T::to_f32(a), T::to_f32(b)))`: for bf16,
+//! f16 and fp8 that is "widen exactly, one f32 operation, round to nearest even"; for f32 it is
+//! the native operation. Two rules make the bits the same on every machine:
+//!
+//! | case                 | result                                                          |
+//! |----------------------|-----------------------------------------------------------------|
+//! | any NaN result       | [`Elem::CANONICAL_NAN`] (all bits set but the sign), whatever the operands' payloads: hardware differs in which NaN an `add` returns, and PTX `min.NaN`/`max.NaN` return the canonical NaN too |
+//! | `Min`/`Max` of ±0    | `min(-0, +0) = -0`, `max(-0, +0) = +0` in either order (as PTX `min`/`max`) |
+//!
+//! So every `combine` is commutative bit for bit. It is not associative: the order of a
+//! reduction is part of its result ([`crate::warp_reduce`] fixes one).
+//!
+//! `Min`/`Max` propagate NaN, unlike NCCL's `fminf`/`fmaxf`, which drop it.
+
+mod ops;
+
+pub use ops::{Avg, Max, Min, Prod, Sum};
 
 use crate::dtype::Elem;
 
@@ -20,6 +38,17 @@ pub enum ReduceOp {
     Min = 2,
     Max = 3,
     Avg = 4,
+}
+
+impl ReduceOp {
+    /// Every reduction, in discriminant order.
+    pub const ALL: [ReduceOp; 5] = [
+        ReduceOp::Sum,
+        ReduceOp::Prod,
+        ReduceOp::Min,
+        ReduceOp::Max,
+        ReduceOp::Avg,
+    ];
 }
 
 /// A reduction operator. Values of it carry the launch's scalar state (Avg's `1/nranks`).

@@ -5,7 +5,7 @@ use zipcoll_codegen::kernel;
 use zipcoll_device::dtype::Elem;
 use zipcoll_device::reduce::RedOp;
 use zipcoll_device::warp_reduce;
-use zipcoll_targets::{Lanes, Warp};
+use zipcoll_targets::Warp;
 
 /// For every group `g` of `WIDTH` consecutive elements (`g < n / WIDTH`), writes to each of
 /// the group's elements in `dst` the all-reduce of the group's `src` elements, computed by one

@@ -1,0 +1,12 @@
+// A single name where a list is expected.
+use zipcoll_codegen::kernel;
+
+trait Warp {}
+trait Elem {
+    type Bits;
+}
+
+#[kernel(dtype = bf16)]
+pub unsafe fn copy_elems<W: Warp, T: Elem>(_w: W, _src: *const T::Bits) {}
+
+fn main() {}

@@ -1,0 +1,12 @@
+// An equivalence other than `bits`.
+use zipcoll_codegen::kernel;
+
+trait Warp {}
+trait Elem {
+    type Bits;
+}
+
+#[kernel(dtype = [bf16, f16], equiv = bytes)]
+pub unsafe fn copy_elems<W: Warp, T: Elem>(_w: W, _src: *const T::Bits) {}
+
+fn main() {}

@@ -1,0 +1,186 @@
+//! Lossless codecs. Every frame is a [`crate::frame::FrameHeader`] and a payload; all codecs
+//! but RAW split each value into an exponent symbol and raw bits ([`crate::dtype::Split`]),
+//! store the raw bits as a packed plane first (so it can be sent before the coded part is
+//! finished) and code the symbols with a [`SymbolCoder`]:
+//!
+//! | [`CodecId`]  | payload                                                          |
+//! |--------------|------------------------------------------------------------------|
+//! | `Raw`        | the data as is                                                   |
+//! | `FixedLen`   | raw plane, then symbols bit-packed per 32-symbol sub-block       |
+//! | `ExpWindow`  | raw plane, then k-bit codes for a window of exponents + escapes  |
+//! | `ExpAns`     | raw plane, then rANS-coded symbols with a per-frame table        |
+//! | `Huffman`    | raw plane, then canonical Huffman codes (<= 16 bits)             |
+//!
+//! A frame is encoded and decoded by one warp, with no grid-wide synchronization, so it can
+//! run inside a communication primitive. All lanes of the warp call the same function with
+//! the same arguments; each lane reads the whole input and writes only its own parts of the
+//! output through a [`LaneOut`].
+//!
+//! Adding a codec: implement [`SymbolCoder`] in one file of this module, add its id to
+//! [`CodecId`] and its arm to the dispatch in `frame_codec.rs`.
+
+use crate::frame::FrameError;
+use core::marker::PhantomData;
+use zipcoll_targets::Warp;
+
+/// The codecs, as stored in frame headers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum CodecId {
+    Raw = 0,
+    FixedLen = 1,
+    ExpWindow = 2,
+    ExpAns = 3,
+    Huffman = 4,
+}
+
+impl CodecId {
+    /// Every codec, in id order.
+    pub const ALL: [CodecId; 5] = [CodecId::Raw, CodecId::FixedLen, CodecId::ExpWindow, CodecId::ExpAns, CodecId::Huffman];
+    /// The codec whose id is `v`, if any.
+    pub fn from_u8(v: u8) -> Option<CodecId> {
+        CodecId::ALL.into_iter().find(|c| *c as u8 == v)
+    }
+    /// The name used by the CLI and in reports (`raw`, `fixedlen`, `expwindow`, `expans`, `huffman`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CodecId::Raw => "raw",
+            CodecId::FixedLen => "fixedlen",
+            CodecId::ExpWindow => "expwindow",
+            CodecId::ExpAns => "expans",
+            CodecId::Huffman => "huffman",
+        }
+    }
+}
+
+/// A write went past the end of a [`LaneOut`] (the output does not fit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutOfSpace {
+    /// Byte offset of the write.
+    pub offset: usize,
+}
+
+/// A byte buffer that all lanes of a warp write into at once, each lane at its own offsets
+/// (a slice would give every lane a `&mut` to the same memory). Writes are bounds-checked.
+#[derive(Clone, Copy, Debug)]
+pub struct LaneOut<'a> {
+    ptr: *mut u8,
+    len: usize,
+    _buf: PhantomData<&'a mut [u8]>,
+}
+
+impl<'a> LaneOut<'a> {
+    /// All of `buf`.
+    pub fn new(buf: &'a mut [u8]) -> Self {
+        Self { ptr: buf.as_mut_ptr(), len: buf.len(), _buf: PhantomData }
+    }
+    /// `len` bytes at `ptr`.
+    ///
+    /// # Safety
+    /// `ptr` is valid for writes of `len` bytes for `'a`, and nothing else accesses them meanwhile
+    /// except through copies of this `LaneOut`.
+    pub unsafe fn from_raw(ptr: *mut u8, len: usize) -> Self {
+        Self { ptr, len, _buf: PhantomData }
+    }
+    /// Bytes in the buffer.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// True if the buffer has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The bytes from `offset` on, as a buffer of their own.
+    pub fn tail(self, offset: usize) -> Result<LaneOut<'a>, OutOfSpace> {
+        if offset > self.len {
+            return Err(OutOfSpace { offset });
+        }
+        // SAFETY: in bounds of the buffer this one covers.
+        Ok(unsafe { LaneOut::from_raw(self.ptr.add(offset), self.len - offset) })
+    }
+    /// Writes `bytes` at `offset`. Lanes must write disjoint ranges.
+    #[inline(always)]
+    pub fn put(&self, offset: usize, bytes: &[u8]) -> Result<(), OutOfSpace> {
+        match offset.checked_add(bytes.len()) {
+            Some(end) if end <= self.len => {
+                // SAFETY: in bounds (checked); disjoint from other lanes' writes (the contract).
+                unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.add(offset), bytes.len()) };
+                Ok(())
+            }
+            _ => Err(OutOfSpace { offset }),
+        }
+    }
+    /// Writes one byte at `offset`.
+    #[inline(always)]
+    pub fn put_u8(&self, offset: usize, v: u8) -> Result<(), OutOfSpace> {
+        if offset < self.len {
+            // SAFETY: in bounds (checked).
+            unsafe { self.ptr.add(offset).write(v) };
+            Ok(())
+        } else {
+            Err(OutOfSpace { offset })
+        }
+    }
+    /// Writes `v` little-endian at `offset` (any alignment).
+    #[inline(always)]
+    pub fn put_u16(&self, offset: usize, v: u16) -> Result<(), OutOfSpace> {
+        self.put(offset, &v.to_le_bytes())
+    }
+    /// Writes `v` little-endian at `offset` (any alignment).
+    #[inline(always)]
+    pub fn put_u32(&self, offset: usize, v: u32) -> Result<(), OutOfSpace> {
+        self.put(offset, &v.to_le_bytes())
+    }
+}
+
+/// Reads a little-endian u32 at `offset` of `buf`, or `None` past its end.
+#[inline(always)]
+pub fn get_u32(buf: &[u8], offset: usize) -> Option<u32> {
+    let b = buf.get(offset..offset.checked_add(4)?)?;
+    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// What a [`SymbolCoder`] wrote: the coded section's length and the header parameters the
+/// decoder needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Coded {
+    /// Bytes of the coded section.
+    pub len: usize,
+    /// Goes to `FrameHeader::params`.
+    pub params: u16,
+    /// Goes to `FrameHeader::params2`.
+    pub params2: u32,
+}
+
+/// Codes a frame's exponent symbols (one byte each, `< 2^symbol_bits`).
+///
+/// Called by all lanes of a warp with the same arguments. `encode` reads symbol `i` as
+/// `sym(i)` (any lane may read any `i`); `decode` hands symbol `i` to `put(i, s)` exactly once,
+/// on any one lane.
+pub trait SymbolCoder {
+    /// This coder's id in frame headers.
+    const ID: CodecId;
+    /// A true upper bound of the coded section's bytes for `n` symbols of `symbol_bits` bits.
+    fn max_coded_len(n: usize, symbol_bits: u32) -> usize;
+    /// Codes `n` symbols into `out` (from its start). `Err(OutOfSpace)` if `out` is too small:
+    /// the frame then falls back to RAW.
+    fn encode<W: Warp>(
+        w: W,
+        n: usize,
+        symbol_bits: u32,
+        sym: impl Fn(usize) -> u8,
+        out: LaneOut<'_>,
+    ) -> Result<Coded, OutOfSpace>;
+    /// Decodes `n` symbols from exactly the coded section `coded`. Any inconsistency is a
+    /// [`FrameError::Corrupt`] naming this codec and the byte offset within `coded`; reads never
+    /// leave `coded`.
+    fn decode<W: Warp>(
+        w: W,
+        n: usize,
+        symbol_bits: u32,
+        params: u16,
+        params2: u32,
+        coded: &[u8],
+        put: impl FnMut(usize, u8),
+    ) -> Result<(), FrameError>;
+}

@@ -1,0 +1,14 @@
+//! Tests of the device crate's dtypes, reductions and warp reductions against independent
+//! references (first-principles f64 values, the `half` crate, and the CPU simulator).
+//!
+//! | module          | checks                                                            |
+//! |-----------------|-------------------------------------------------------------------|
+//! | `reference`     | the independent references themselves (no tests)                  |
+//! | `dtype`         | to_f32 / from_f32 / split / join, exhaustive and property-based   |
+//! | `reduce`        | every op on every dtype against a scalar reference                |
+//! | `warp_reduce`   | the butterfly on `SimWarp<32>` / `SimWarp<64>` against its reference |
+
+mod dtype;
+mod reduce;
+mod reference;
+mod warp_reduce;

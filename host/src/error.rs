@@ -1,0 +1,84 @@
+//! The crate's one error type: every fallible call returns [`Result`], and no input a caller
+//! passes makes the crate panic.
+//!
+//! | variant                | raised when                                                       |
+//! |------------------------|-------------------------------------------------------------------|
+//! | `BackendUnavailable`   | the driver/runtime library or a usable device is missing           |
+//! | `Cuda`                 | a CUDA driver call failed (including a kernel fault at synchronize) |
+//! | `Hip`                  | a HIP runtime call failed (`code` is its `hipError_t`)             |
+//! | `KernelNotBuilt`       | the manifest has no entry point for (kernel, dtype, op, vendor), or the embedded module lacks its symbol |
+//! | `KernelsNotBuilt`      | no GPU module was embedded at build time                          |
+//! | `InvalidArgument`      | an argument the kernel cannot take (lengths, counts, ranks)       |
+//! | `Sim`                  | the CPU simulator rejected or aborted a launch                    |
+
+use zipcoll_device::dtype::DType;
+use zipcoll_device::reduce::ReduceOp;
+use zipcoll_primitives::manifest::Vendor;
+
+/// What went wrong (see the module table).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A backend cannot be used on this machine.
+    #[error("the {backend} backend is unavailable: {reason}")]
+    BackendUnavailable {
+        /// `"cuda"` or `"hip"`.
+        backend: &'static str,
+        /// Why: the library that failed to load, the missing device, the unsupported arch.
+        reason: String,
+    },
+    /// A CUDA driver call failed.
+    #[error("CUDA call {call} failed: {message}")]
+    Cuda {
+        /// The driver call or the operation that made it.
+        call: &'static str,
+        /// The driver's error name and text.
+        message: String,
+    },
+    /// A HIP runtime call failed.
+    #[error("HIP call {call} failed with error {code}: {message}")]
+    Hip {
+        /// The runtime call.
+        call: &'static str,
+        /// Its `hipError_t`.
+        code: i32,
+        /// `hipGetErrorString` of the code.
+        message: String,
+    },
+    /// No entry point exists for this kernel instance.
+    #[error("kernel {kernel} has no entry point for dtype {dtype:?}, op {op:?} on {vendor:?}")]
+    KernelNotBuilt {
+        /// The kernel fn's name (`Kernel::NAME`).
+        kernel: &'static str,
+        /// The requested dtype (`None` for kernels without one).
+        dtype: Option<DType>,
+        /// The requested op (`None` for kernels without one).
+        op: Option<ReduceOp>,
+        /// The vendor whose module was searched.
+        vendor: Vendor,
+    },
+    /// This binary embeds no GPU module.
+    #[error("no GPU kernels were built into this binary: {hint}")]
+    KernelsNotBuilt {
+        /// How to build them.
+        hint: &'static str,
+    },
+    /// An argument the operation cannot take.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The CPU simulator failed.
+    #[error("simulator: {0}")]
+    Sim(String),
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The error for a GPU module that was not embedded at build time.
+    pub(crate) fn kernels_not_built() -> Self {
+        Error::KernelsNotBuilt {
+            hint: "run `bash scripts/setup.sh`, then rebuild",
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! Deterministic element data for tests, examples and benchmarks: mostly normal values of
+//! moderate magnitude, mixed with every kind of special value, from a seeded generator.
+//!
+//! | share  | kind                                                                     |
+//! |--------|--------------------------------------------------------------------------|
+//! | 3/4    | normal values, exponent within ±4 of 1.0's, random sign and mantissa      |
+//! | 1/24 each | +0, -0, +inf, -inf (e4m3 has no infinity: its largest finite value), NaN with a random payload and sign (e4m3: its two NaNs), subnormal |
+//!
+//! ```
+//! use zipcoll_host::{testdata, DType};
+//! let a = testdata::elements(DType::Bf16, 1000, 7);
+//! assert_eq!(a.len(), 2000);
+//! assert_eq!(a, testdata::elements(DType::Bf16, 1000, 7));
+//! assert!(a.iter().any(|&b| b != 0));
+//! ```
+
+use zipcoll_device::dtype::DType;
+
+/// SplitMix64: a small, seedable generator with good statistical quality.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator for `seed`.
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A value uniform in `0..n` (`n > 0`; `0` gives 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next_u64() % n
+        }
+    }
+}
+
+/// Bit layout of a float format.
+struct Format {
+    exp_bits: u32,
+    man_bits: u32,
+    /// Whether the all-ones exponent holds infinities and NaNs (IEEE); `false` for e4m3, whose
+    /// only NaNs are `S.1111.111`.
+    ieee_specials: bool,
+}
+
+fn format(dtype: DType) -> Format {
+    match dtype {
+        DType::Bf16 => Format {
+            exp_bits: 8,
+            man_bits: 7,
+            ieee_specials: true,
+        },
+        DType::F16 => Format {
+            exp_bits: 5,
+            man_bits: 10,
+            ieee_specials: true,
+        },
+        DType::F32 => Format {
+            exp_bits: 8,
+            man_bits: 23,
+            ieee_specials: true,
+        },
+        DType::F8E4M3 => Format {
+            exp_bits: 4,
+            man_bits: 3,
+            ieee_specials: false,
+        },
+        DType::F8E5M2 => Format {
+            exp_bits: 5,
+            man_bits: 2,
+            ieee_specials: true,
+        },
+    }
+}
+
+/// One element's bits (see the module table).
+fn element(f: &Format, rng: &mut Rng) -> u64 {
+    let man_mask = (1u64 << f.man_bits) - 1;
+    let exp_max = (1u64 << f.exp_bits) - 1;
+    let bias = exp_max >> 1;
+    let sign = rng.below(2) << (f.exp_bits + f.man_bits);
+    let man = rng.next_u64() & man_mask;
+    let join = |s: u64, e: u64, m: u64| s | e << f.man_bits | m;
+    match rng.below(24) {
+        0 => 0,
+        1 => join(1 << (f.exp_bits + f.man_bits), 0, 0),
+        2 | 3 => {
+            let s = if rng.below(2) == 0 {
+                0
+            } else {
+                1 << (f.exp_bits + f.man_bits)
+            };
+            if f.ieee_specials {
+                join(s, exp_max, 0)
+            } else {
+                join(s, exp_max, man_mask - 1)
+            }
+        }
+        4 => {
+            if f.ieee_specials {
+                join(sign, exp_max, man.max(1))
+            } else {
+                join(sign, exp_max, man_mask)
+            }
+        }
+        5 => join(sign, 0, man.max(1)),
+        _ => {
+            let e = (bias + rng.below(9)).saturating_sub(4).clamp(1, exp_max - 1);
+            join(sign, e, man)
+        }
+    }
+}
+
+/// `n` elements of `dtype` as little-endian bytes, the same for the same `seed` (see the module
+/// table).
+pub fn elements(dtype: DType, n: usize, seed: u64) -> Vec<u8> {
+    let f = format(dtype);
+    let size = dtype.size_bytes();
+    let mut rng = Rng::new(seed);
+    (0..n)
+        .flat_map(|_| element(&f, &mut rng).to_le_bytes().into_iter().take(size))
+        .collect()
+}
