@@ -90,7 +90,10 @@ pub fn amd_kernel_summary(notes: &str) -> String {
             kernels.push(Vec::new());
         }
         // Kernel-level fields sit at indentation 4 (list items of `amdhsa.kernels`).
-        let field = line.strip_prefix("  - ").or_else(|| line.strip_prefix("    ")).filter(|f| f.starts_with('.'));
+        let field = line
+            .strip_prefix("  - ")
+            .or_else(|| line.strip_prefix("    "))
+            .filter(|f| f.starts_with('.'));
         if let (Some(field), Some(k)) = (field, kernels.last_mut()) {
             if let Some((key, value)) = field.split_once(':') {
                 if KEYS.contains(&key) {
@@ -103,7 +106,10 @@ pub fn amd_kernel_summary(notes: &str) -> String {
         .iter()
         .map(|k| {
             let get = |key: &str| k.iter().find(|(kk, _)| kk == key).map_or("-", |(_, v)| v.as_str());
-            let fields: Vec<String> = KEYS[1..].iter().map(|key| format!("{}={}", &key[1..], get(key))).collect();
+            let fields: Vec<String> = KEYS[1..]
+                .iter()
+                .map(|key| format!("{}={}", &key[1..], get(key)))
+                .collect();
             format!("{}: {}", get(".name"), fields.join(" "))
         })
         .collect();
@@ -123,7 +129,13 @@ mod tests {
         let (entries, rest) = ptx_entries(ptx);
         assert_eq!(rest, ".version 7.8\n.target sm_90\n");
         assert_eq!(entries.len(), 2);
-        assert_eq!(entries[0], ("k1".into(), ".visible .entry k1(\n.param .u64 p\n)\n{\n\tret;\n}\n".into()));
+        assert_eq!(
+            entries[0],
+            (
+                "k1".into(),
+                ".visible .entry k1(\n.param .u64 p\n)\n{\n\tret;\n}\n".into()
+            )
+        );
         assert_eq!(entries[1].0, "k2");
     }
 

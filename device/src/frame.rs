@@ -72,7 +72,11 @@ pub enum FrameError {
     /// `raw_bytes` is not a whole number of elements, or is larger than the output buffer.
     BadRawLength { raw_bytes: u32, capacity: usize },
     /// The payload is inconsistent with what the codec requires (which codec, where, why).
-    Corrupt { codec: CodecId, offset: usize, reason: &'static str },
+    Corrupt {
+        codec: CodecId,
+        offset: usize,
+        reason: &'static str,
+    },
     /// The decoded data does not match `raw_checksum`.
     RawChecksum { stored: u32, computed: u32 },
     /// The encoder was given an output buffer smaller than `max_encoded_len`.
@@ -85,20 +89,34 @@ impl core::fmt::Display for FrameError {
             FrameError::Truncated { need, have } => write!(f, "frame truncated: need {need} bytes, have {have}"),
             FrameError::BadMagic { found } => write!(f, "not a zipcoll frame (magic {found:#06x})"),
             FrameError::UnsupportedVersion { found } => {
-                write!(f, "frame version {found} is not supported (this build reads {FRAME_VERSION})")
+                write!(
+                    f,
+                    "frame version {found} is not supported (this build reads {FRAME_VERSION})"
+                )
             }
             FrameError::UnknownCodec { found } => write!(f, "unknown codec id {found}"),
             FrameError::UnknownDType { found } => write!(f, "unknown dtype id {found}"),
             FrameError::Reserved => write!(f, "reserved header fields are not zero"),
             FrameError::HeaderChecksum { stored, computed } => {
-                write!(f, "header checksum {stored:#010x} does not match its bytes ({computed:#010x})")
+                write!(
+                    f,
+                    "header checksum {stored:#010x} does not match its bytes ({computed:#010x})"
+                )
             }
             FrameError::BadRawLength { raw_bytes, capacity } => {
-                write!(f, "raw length {raw_bytes} is not whole elements or exceeds the output ({capacity} bytes)")
+                write!(
+                    f,
+                    "raw length {raw_bytes} is not whole elements or exceeds the output ({capacity} bytes)"
+                )
             }
-            FrameError::Corrupt { codec, offset, reason } => write!(f, "{codec:?} frame corrupt at byte {offset}: {reason}"),
+            FrameError::Corrupt { codec, offset, reason } => {
+                write!(f, "{codec:?} frame corrupt at byte {offset}: {reason}")
+            }
             FrameError::RawChecksum { stored, computed } => {
-                write!(f, "decoded data checksum {computed:#010x} does not match the frame's {stored:#010x}")
+                write!(
+                    f,
+                    "decoded data checksum {computed:#010x} does not match the frame's {stored:#010x}"
+                )
             }
             FrameError::OutputTooSmall { need, have } => write!(f, "output buffer of {have} bytes, need {need}"),
         }
@@ -188,10 +206,14 @@ impl FrameHeader {
     /// Reads and validates the header at the start of `frame`: magic, version, codec and dtype
     /// ids, reserved fields, the header checksum, and that `frame` holds the whole payload.
     pub fn parse(frame: &[u8]) -> Result<FrameHeader, FrameError> {
-        let b: &[u8; HEADER_BYTES] = frame
-            .get(..HEADER_BYTES)
-            .and_then(|s| s.try_into().ok())
-            .ok_or(FrameError::Truncated { need: HEADER_BYTES, have: frame.len() })?;
+        let b: &[u8; HEADER_BYTES] =
+            frame
+                .get(..HEADER_BYTES)
+                .and_then(|s| s.try_into().ok())
+                .ok_or(FrameError::Truncated {
+                    need: HEADER_BYTES,
+                    have: frame.len(),
+                })?;
         let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
         let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
         let h = FrameHeader {
@@ -216,7 +238,10 @@ impl FrameHeader {
         }
         let computed = checksum(&b[..28]);
         if computed != h.header_checksum {
-            return Err(FrameError::HeaderChecksum { stored: h.header_checksum, computed });
+            return Err(FrameError::HeaderChecksum {
+                stored: h.header_checksum,
+                computed,
+            });
         }
         CodecId::from_u8(h.codec).ok_or(FrameError::UnknownCodec { found: h.codec })?;
         DType::from_u8(h.dtype).ok_or(FrameError::UnknownDType { found: h.dtype })?;
@@ -225,7 +250,10 @@ impl FrameHeader {
         }
         let need = HEADER_BYTES + h.payload_bytes as usize;
         if frame.len() < need {
-            return Err(FrameError::Truncated { need, have: frame.len() });
+            return Err(FrameError::Truncated {
+                need,
+                have: frame.len(),
+            });
         }
         Ok(h)
     }

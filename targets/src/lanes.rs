@@ -25,7 +25,11 @@ pub trait Lanes: Copy {
     /// Lanes per warp: 32 or 64.
     const WIDTH: u32;
     /// The mask naming every lane of the warp.
-    const FULL: LaneMask = if Self::WIDTH >= 64 { u64::MAX } else { (1u64 << Self::WIDTH) - 1 };
+    const FULL: LaneMask = if Self::WIDTH >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << Self::WIDTH) - 1
+    };
 
     /// This lane's index within its warp, `0..WIDTH`.
     fn lane_id(self) -> u32;

@@ -196,7 +196,10 @@ macro_rules! impl_core_atomics {
             let (c, n) = (current.to_u64(), new.to_u64());
             $crate::memory::with_core_atomic(
                 p,
-                |a| a.compare_exchange(c as u32, n as u32, o, f).unwrap_or_else(|old| old),
+                |a| {
+                    a.compare_exchange(c as u32, n as u32, o, f)
+                        .unwrap_or_else(|old| old)
+                },
                 |a| a.compare_exchange(c, n, o, f).unwrap_or_else(|old| old),
             )
         }

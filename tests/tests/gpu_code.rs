@@ -22,15 +22,26 @@ fn ptx_sm90_entries_match_snapshots_and_pass_ptxas() {
     let ptx_path = built(&tc, GpuArch::Sm90);
     let ptx = std::fs::read_to_string(&ptx_path).expect("the build wrote the PTX module");
     let (entries, rest) = ptx_entries(&ptx);
-    assert!(entries.len() >= 50, "expected an entry per kernel x dtype x op, found {}", entries.len());
-    assert!(!ptx.contains(".extern .func"), "unresolved extern functions in the PTX module");
+    assert!(
+        entries.len() >= 50,
+        "expected an entry per kernel x dtype x op, found {}",
+        entries.len()
+    );
+    assert!(
+        !ptx.contains(".extern .func"),
+        "unresolved extern functions in the PTX module"
+    );
     insta::assert_snapshot!("ptx_sm90_module", rest);
     for (name, body) in &entries {
         insta::assert_snapshot!(format!("ptx_sm90_entry_{name}"), body);
     }
     let report = tc.ptxas_verbose(&ptx_path, "sm_90").unwrap_or_else(|e| panic!("{e}"));
     let resources = ptxas_resources(&report);
-    assert_eq!(resources.lines().count(), entries.len(), "one ptxas resource line per entry:\n{report}");
+    assert_eq!(
+        resources.lines().count(),
+        entries.len(),
+        "one ptxas resource line per entry:\n{report}"
+    );
     insta::assert_snapshot!("ptxas_sm90_resources", resources);
 }
 
@@ -50,8 +61,14 @@ fn amd_code_objects_match_snapshots() {
     for arch in [GpuArch::Gfx942, GpuArch::Gfx950] {
         let notes = tc.readelf_notes(&built(&tc, arch)).unwrap_or_else(|e| panic!("{e}"));
         let summary = amd_kernel_summary(&notes);
-        assert!(summary.starts_with(&format!("target amdgcn-amd-amdhsa--{}", arch.cpu())), "{summary}");
-        assert!(summary.lines().count() > 50, "expected a kernel per variant:\n{summary}");
+        assert!(
+            summary.starts_with(&format!("target amdgcn-amd-amdhsa--{}", arch.cpu())),
+            "{summary}"
+        );
+        assert!(
+            summary.lines().count() > 50,
+            "expected a kernel per variant:\n{summary}"
+        );
         insta::assert_snapshot!(format!("amd_{}_kernels", arch.cpu()), summary);
     }
 }

@@ -100,7 +100,10 @@ impl std::error::Error for BuildError {}
 
 /// The repository root (this crate lives at `targets/builder`).
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("the repository holds this crate")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the repository holds this crate")
 }
 
 /// The tools that `scripts/setup.sh` installed.
@@ -117,11 +120,16 @@ pub struct Toolchain {
 impl Toolchain {
     /// Finds the install named by `$ZIPCOLL_TOOLCHAIN`, or `<repo>/.toolchain`.
     pub fn find() -> Result<Toolchain, BuildError> {
-        let root = std::env::var_os("ZIPCOLL_TOOLCHAIN").map(PathBuf::from).unwrap_or_else(|| repo_root().join(".toolchain"));
-        let env = std::fs::read_to_string(root.join("env"))
-            .map_err(|_| BuildError::ToolchainMissing { looked_in: root.clone() })?;
+        let root = std::env::var_os("ZIPCOLL_TOOLCHAIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| repo_root().join(".toolchain"));
+        let env = std::fs::read_to_string(root.join("env")).map_err(|_| BuildError::ToolchainMissing {
+            looked_in: root.clone(),
+        })?;
         let value = |key: &str| {
-            env.lines().find_map(|l| l.strip_prefix(key).and_then(|r| r.strip_prefix('='))).map(PathBuf::from)
+            env.lines()
+                .find_map(|l| l.strip_prefix(key).and_then(|r| r.strip_prefix('=')))
+                .map(PathBuf::from)
         };
         match (value("PTXAS"), value("LLVM_BIN")) {
             (Some(ptxas), Some(llvm_bin)) if root.join("bin/rustc").exists() => Ok(Toolchain { root, ptxas, llvm_bin }),
@@ -134,7 +142,11 @@ impl Toolchain {
     pub fn ptxas_verbose(&self, ptx: &Path, arch: &str) -> Result<String, BuildError> {
         let cubin = ptx.with_extension(format!("{arch}.cubin"));
         let mut cmd = Command::new(&self.ptxas);
-        cmd.arg(format!("-arch={arch}")).arg("--verbose").arg(ptx).arg("-o").arg(&cubin);
+        cmd.arg(format!("-arch={arch}"))
+            .arg("--verbose")
+            .arg(ptx)
+            .arg("-o")
+            .arg(&cubin);
         run("ptxas", cmd)
     }
 
@@ -148,12 +160,22 @@ impl Toolchain {
 
 /// Runs `cmd`; its stdout and stderr together on success.
 fn run(tool: &str, mut cmd: Command) -> Result<String, BuildError> {
-    let out = cmd.output().map_err(|error| BuildError::Spawn { tool: tool.into(), error })?;
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let out = cmd.output().map_err(|error| BuildError::Spawn {
+        tool: tool.into(),
+        error,
+    })?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     if out.status.success() {
         Ok(text)
     } else {
-        Err(BuildError::ToolFailed { tool: tool.into(), output: text })
+        Err(BuildError::ToolFailed {
+            tool: tool.into(),
+            output: text,
+        })
     }
 }
 
@@ -165,7 +187,16 @@ pub fn build(tc: &Toolchain, arch: GpuArch) -> Result<PathBuf, BuildError> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(repo.join("primitives/kernels")).env_clear();
-    for keep in ["PATH", "HOME", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "TMPDIR", "ZIPCOLL_TOOLCHAIN", "ZIPCOLL_KERNEL_FILTER"] {
+    for keep in [
+        "PATH",
+        "HOME",
+        "CARGO_HOME",
+        "RUSTUP_HOME",
+        "RUSTUP_TOOLCHAIN",
+        "TMPDIR",
+        "ZIPCOLL_TOOLCHAIN",
+        "ZIPCOLL_KERNEL_FILTER",
+    ] {
         if let Some(v) = std::env::var_os(keep) {
             cmd.env(keep, v);
         }

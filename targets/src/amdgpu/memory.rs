@@ -25,12 +25,32 @@ impl<const W: u32> Memory for Wave<W> {
     #[inline(always)]
     unsafe fn store_relaxed<T: Atom>(self, p: *mut T, v: T, _scope: Scope) {
         let x = v.to_u64();
-        with_core_atomic(p, |a| { a.store(x as u32, Ordering::Relaxed); 0 }, |a| { a.store(x, Ordering::Relaxed); 0 });
+        with_core_atomic(
+            p,
+            |a| {
+                a.store(x as u32, Ordering::Relaxed);
+                0
+            },
+            |a| {
+                a.store(x, Ordering::Relaxed);
+                0
+            },
+        );
     }
     #[inline(always)]
     unsafe fn store_release<T: Atom>(self, p: *mut T, v: T, _scope: Scope) {
         let x = v.to_u64();
-        with_core_atomic(p, |a| { a.store(x as u32, Ordering::Release); 0 }, |a| { a.store(x, Ordering::Release); 0 });
+        with_core_atomic(
+            p,
+            |a| {
+                a.store(x as u32, Ordering::Release);
+                0
+            },
+            |a| {
+                a.store(x, Ordering::Release);
+                0
+            },
+        );
     }
     #[inline(always)]
     fn fence_acq_rel(self, _scope: Scope) {

@@ -92,7 +92,14 @@ impl Memory for NvptxWarp {
     }
     #[inline(always)]
     unsafe fn atomic_cas<T: Atom>(self, p: *mut T, current: T, new: T, order: AtomicOrder, scope: Scope) -> T {
-        T::from_u64(atom_cas(T::KIND, p as u64, current.to_u64(), new.to_u64(), order, scope))
+        T::from_u64(atom_cas(
+            T::KIND,
+            p as u64,
+            current.to_u64(),
+            new.to_u64(),
+            order,
+            scope,
+        ))
     }
     #[inline(always)]
     unsafe fn atomic_exch<T: Atom>(self, p: *mut T, v: T, order: AtomicOrder, scope: Scope) -> T {

@@ -7,7 +7,13 @@ use core::panic::Location;
 
 #[track_caller]
 fn warp_op(op: WarpOp, mask: LaneMask, arg: u32, value: u64) -> u64 {
-    park(Park::Warp { op, mask, arg, value, site: Location::caller() })
+    park(Park::Warp {
+        op,
+        mask,
+        arg,
+        value,
+        site: Location::caller(),
+    })
 }
 
 impl<const W: u32> Lanes for SimWarp<W> {
@@ -20,7 +26,9 @@ impl<const W: u32> Lanes for SimWarp<W> {
     }
     #[track_caller]
     fn active_mask(self) -> LaneMask {
-        park(Park::ActiveMask { site: Location::caller() })
+        park(Park::ActiveMask {
+            site: Location::caller(),
+        })
     }
     #[track_caller]
     fn sync(self, mask: LaneMask) {

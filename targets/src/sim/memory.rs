@@ -25,7 +25,17 @@ unsafe fn load<T: Atom>(p: *const T, o: Ordering) -> T {
 /// As [`Memory::store_release`].
 unsafe fn store<T: Atom>(p: *mut T, v: T, o: Ordering) {
     let x = v.to_u64();
-    with_core_atomic(p, |a| { a.store(x as u32, o); 0 }, |a| { a.store(x, o); 0 });
+    with_core_atomic(
+        p,
+        |a| {
+            a.store(x as u32, o);
+            0
+        },
+        |a| {
+            a.store(x, o);
+            0
+        },
+    );
 }
 
 impl<const W: u32> Memory for SimWarp<W> {

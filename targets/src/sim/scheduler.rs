@@ -65,9 +65,19 @@ pub(crate) enum WarpOp {
 /// Why a lane handed control back to the scheduler.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Park {
-    Warp { op: WarpOp, mask: LaneMask, arg: u32, value: u64, site: &'static Location<'static> },
-    ActiveMask { site: &'static Location<'static> },
-    Barrier { site: &'static Location<'static> },
+    Warp {
+        op: WarpOp,
+        mask: LaneMask,
+        arg: u32,
+        value: u64,
+        site: &'static Location<'static>,
+    },
+    ActiveMask {
+        site: &'static Location<'static>,
+    },
+    Barrier {
+        site: &'static Location<'static>,
+    },
     /// An ordered load: let the others run, then continue.
     Poll,
 }
@@ -79,7 +89,12 @@ enum Status {
 }
 
 /// Runs block `block_idx` of `kernel` to completion.
-pub(crate) fn run_block<F: Fn(u32) + Sync>(cfg: &LaunchConfig, width: u32, block_idx: u32, kernel: &F) -> Result<(), SimError> {
+pub(crate) fn run_block<F: Fn(u32) + Sync>(
+    cfg: &LaunchConfig,
+    width: u32,
+    block_idx: u32,
+    kernel: &F,
+) -> Result<(), SimError> {
     let n = cfg.block_dim as usize;
     let mut shared = std::vec![0xA5A5_A5A5_A5A5_A5A5_A5A5_A5A5_A5A5_A5A5u128; (cfg.shared_bytes as usize).div_ceil(16)];
     let info = BlockInfo {
@@ -90,7 +105,11 @@ pub(crate) fn run_block<F: Fn(u32) + Sync>(cfg: &LaunchConfig, width: u32, block
         shared_bytes: cfg.shared_bytes,
     };
     let ctxs: Vec<LaneCtx<'_>> = (0..n as u32)
-        .map(|t| LaneCtx { thread_idx: t, block: &info, yielder: Cell::new(core::ptr::null()) })
+        .map(|t| LaneCtx {
+            thread_idx: t,
+            block: &info,
+            yielder: Cell::new(core::ptr::null()),
+        })
         .collect();
     let mut lanes = Vec::with_capacity(n);
     for ctx in &ctxs {
@@ -154,7 +173,10 @@ fn resolve(status: &mut [Status], width: u32, block_idx: u32) -> (bool, bool) {
             progressed |= resolve_active_masks(&mut status[warp_start..warp_end]);
         }
     }
-    let live_at_barrier = status.iter().filter(|s| matches!(s, Status::Parked(Park::Barrier { .. }))).count();
+    let live_at_barrier = status
+        .iter()
+        .filter(|s| matches!(s, Status::Parked(Park::Barrier { .. })))
+        .count();
     let live = status.iter().filter(|s| !matches!(s, Status::Done)).count();
     if live_at_barrier > 0 && live_at_barrier == live {
         status.iter_mut().for_each(|s| *s = Status::Runnable(0));
@@ -168,9 +190,15 @@ fn resolve_warp_ops(warp: &mut [Status], first_thread: usize, block_idx: u32) ->
     let width = warp.len();
     let mut released = false;
     for lane in 0..width {
-        let Status::Parked(Park::Warp { op, mask, site, .. }) = warp[lane] else { continue };
+        let Status::Parked(Park::Warp { op, mask, site, .. }) = warp[lane] else {
+            continue;
+        };
         let where_ = || std::format!("block {block_idx} thread {} at {site}", first_thread + lane);
-        assert!(mask >> lane & 1 == 1, "{op:?} with mask {mask:#x} that omits the calling lane ({})", where_());
+        assert!(
+            mask >> lane & 1 == 1,
+            "{op:?} with mask {mask:#x} that omits the calling lane ({})",
+            where_()
+        );
         assert!(
             width == 64 || mask >> width == 0,
             "{op:?} with mask {mask:#x} names lanes past the warp's {width} ({})",
@@ -179,7 +207,10 @@ fn resolve_warp_ops(warp: &mut [Status], first_thread: usize, block_idx: u32) ->
         let mut ready = true;
         for other in (0..width).filter(|&o| mask >> o & 1 == 1) {
             match warp[other] {
-                Status::Done => panic!("lane {other} exited while lanes of mask {mask:#x} wait in {op:?} ({})", where_()),
+                Status::Done => panic!(
+                    "lane {other} exited while lanes of mask {mask:#x} wait in {op:?} ({})",
+                    where_()
+                ),
                 Status::Parked(Park::Warp { op: o2, mask: m2, .. }) if o2 == op && m2 == mask => {}
                 _ => ready = false,
             }
@@ -208,15 +239,27 @@ fn resolve_warp_ops(warp: &mut [Status], first_thread: usize, block_idx: u32) ->
                 WarpOp::ShflIdx => read(arg as usize % width),
                 WarpOp::ShflXor => {
                     let src = l ^ arg as usize;
-                    if src < width { read(src) } else { own }
+                    if src < width {
+                        read(src)
+                    } else {
+                        own
+                    }
                 }
                 WarpOp::ShflUp => l.checked_sub(arg as usize).map_or(own, read),
                 WarpOp::ShflDown => {
                     let src = l + arg as usize;
-                    if src < width { read(src) } else { own }
+                    if src < width {
+                        read(src)
+                    } else {
+                        own
+                    }
                 }
-                WarpOp::Ballot => (0..width).filter(|&o| mask >> o & 1 == 1 && values[o].1 != 0).fold(0, |m, o| m | 1 << o),
-                WarpOp::MatchAny => (0..width).filter(|&o| mask >> o & 1 == 1 && values[o].1 == own).fold(0, |m, o| m | 1 << o),
+                WarpOp::Ballot => (0..width)
+                    .filter(|&o| mask >> o & 1 == 1 && values[o].1 != 0)
+                    .fold(0, |m, o| m | 1 << o),
+                WarpOp::MatchAny => (0..width)
+                    .filter(|&o| mask >> o & 1 == 1 && values[o].1 == own)
+                    .fold(0, |m, o| m | 1 << o),
             };
             warp[l] = Status::Runnable(result);
         }
@@ -237,7 +280,11 @@ fn resolve_active_masks(warp: &mut [Status]) -> bool {
     let mut any = false;
     for (l, site) in sites.iter().enumerate() {
         if let Some(site) = site {
-            let mask = sites.iter().enumerate().filter(|(_, s)| **s == Some(*site)).fold(0u64, |m, (o, _)| m | 1 << o);
+            let mask = sites
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| **s == Some(*site))
+                .fold(0u64, |m, (o, _)| m | 1 << o);
             warp[l] = Status::Runnable(mask);
             any = true;
         }

@@ -19,7 +19,9 @@ impl<const W: u32> Grid for SimWarp<W> {
     }
     #[track_caller]
     fn block_sync(self) {
-        park(Park::Barrier { site: core::panic::Location::caller() });
+        park(Park::Barrier {
+            site: core::panic::Location::caller(),
+        });
     }
 }
 
