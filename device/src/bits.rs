@@ -301,7 +301,9 @@ pub fn put_bit_planes<W: Warp>(
 ) -> Result<(), OutOfSpace> {
     let lane = w.lane_id();
     let leader = active && lane % 32 == 0;
-    let fits = group_at.checked_add(4 * planes as usize).is_some_and(|end| end <= out.len());
+    let fits = group_at
+        .checked_add(4 * planes as usize)
+        .is_some_and(|end| end <= out.len());
     let bad = w.ballot(W::FULL, leader && !fits);
     // every lane: the leaders of active groups that would overflow
     if bad != 0 {

@@ -36,7 +36,13 @@ pub enum CodecId {
 
 impl CodecId {
     /// Every codec, in id order.
-    pub const ALL: [CodecId; 5] = [CodecId::Raw, CodecId::FixedLen, CodecId::ExpWindow, CodecId::ExpAns, CodecId::Huffman];
+    pub const ALL: [CodecId; 5] = [
+        CodecId::Raw,
+        CodecId::FixedLen,
+        CodecId::ExpWindow,
+        CodecId::ExpAns,
+        CodecId::Huffman,
+    ];
     /// The codec whose id is `v`, if any.
     pub fn from_u8(v: u8) -> Option<CodecId> {
         CodecId::ALL.into_iter().find(|c| *c as u8 == v)
@@ -72,7 +78,11 @@ pub struct LaneOut<'a> {
 impl<'a> LaneOut<'a> {
     /// All of `buf`.
     pub fn new(buf: &'a mut [u8]) -> Self {
-        Self { ptr: buf.as_mut_ptr(), len: buf.len(), _buf: PhantomData }
+        Self {
+            ptr: buf.as_mut_ptr(),
+            len: buf.len(),
+            _buf: PhantomData,
+        }
     }
     /// `len` bytes at `ptr`.
     ///
@@ -80,7 +90,11 @@ impl<'a> LaneOut<'a> {
     /// `ptr` is valid for writes of `len` bytes for `'a`, and nothing else accesses them meanwhile
     /// except through copies of this `LaneOut`.
     pub unsafe fn from_raw(ptr: *mut u8, len: usize) -> Self {
-        Self { ptr, len, _buf: PhantomData }
+        Self {
+            ptr,
+            len,
+            _buf: PhantomData,
+        }
     }
     /// Bytes in the buffer.
     pub fn len(&self) -> usize {
