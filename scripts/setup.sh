@@ -32,6 +32,9 @@ fi
 rm -rf "$TC"
 mkdir -p "$TC/bin"
 cd "$TC"
+# Scratch crates are built outside the repository, which is a cargo workspace of its own.
+SCRATCH=$(mktemp -d)
+trap 'rm -rf "$SCRATCH"' EXIT
 
 step "1. Debian packages llvm-22 and lld-22 (llvm-link/opt/llc for the nvptx linker, ld.lld for AMD)"
 export DEBIAN_FRONTEND=noninteractive
@@ -66,10 +69,9 @@ for t in llvm-link opt llc; do ln -sf "$LLVM_BIN/$t" "$BIN/$t"; done
 "$TC/bin/rustc" -vV | sed -n '1p;$p'
 
 step "3. llvm-bitcode-linker built from that source tree (crates.io dependencies)"
-cp -r "$SYSROOT/lib/rustlib/src/rust/src/tools/llvm-bitcode-linker" lbl-src
-cargo install -q --path lbl-src --root lbl-inst
-cp lbl-inst/bin/llvm-bitcode-linker "$BIN/self-contained/"
-rm -rf lbl-src lbl-inst
+cp -r "$SYSROOT/lib/rustlib/src/rust/src/tools/llvm-bitcode-linker" "$SCRATCH/lbl-src"
+cargo install -q --path "$SCRATCH/lbl-src" --root "$SCRATCH/lbl-inst"
+cp "$SCRATCH/lbl-inst/bin/llvm-bitcode-linker" "$BIN/self-contained/"
 
 cat >bin/amdgpu-ld <<'EOF'
 #!/usr/bin/env bash
@@ -88,8 +90,9 @@ EOF
 chmod +x bin/amdgpu-ld
 
 step "4. core prebuilt for nvptx64-nvidia-cuda (sm_70 baseline) and amdgcn-amd-amdhsa ($AMD_CPU)"
-mkdir -p seed/src
-cat >seed/Cargo.toml <<'EOF'
+SEED=$SCRATCH/seed
+mkdir -p "$SEED/src"
+cat >"$SEED/Cargo.toml" <<'EOF'
 [package]
 name = "seed"
 version = "0.0.0"
@@ -102,23 +105,20 @@ panic = "abort"
 codegen-units = 1
 lto = "fat"
 EOF
-echo '#![no_std]' >seed/src/lib.rs
+echo '#![no_std]' >"$SEED/src/lib.rs"
 for spec in nvptx64-nvidia-cuda:sm_70 amdgcn-amd-amdhsa:$AMD_CPU; do
   tgt=${spec%%:*}
   cpu=${spec#*:}
-  (cd seed && RUSTC="$TC/bin/rustc" RUSTC_BOOTSTRAP=1 cargo build -q --release --target "$tgt" -Zbuild-std=core \
+  (cd "$SEED" && RUSTC="$TC/bin/rustc" RUSTC_BOOTSTRAP=1 cargo build -q --release --target "$tgt" -Zbuild-std=core \
     --config "target.$tgt.rustflags=[\"-Ctarget-cpu=$cpu\"]")
   mkdir -p "$SYSROOT/lib/rustlib/$tgt/lib"
-  cp seed/target/$tgt/release/deps/lib{core,compiler_builtins}-*.rlib "$SYSROOT/lib/rustlib/$tgt/lib/"
+  cp "$SEED"/target/$tgt/release/deps/lib{core,compiler_builtins}-*.rlib "$SYSROOT/lib/rustlib/$tgt/lib/"
 done
-rm -rf seed
 
 step "5. ptxas from PyPI ($NVCC_WHEEL)"
-mkdir -p wheels
-python3 -m pip download -q --no-deps -d wheels "$NVCC_WHEEL"
-unzip -q -o -j wheels/*.whl '*/bin/ptxas' -d bin
+python3 -m pip download -q --no-deps -d "$SCRATCH/wheels" "$NVCC_WHEEL"
+unzip -q -o -j "$SCRATCH"/wheels/*.whl '*/bin/ptxas' -d bin
 chmod +x bin/ptxas
-rm -rf wheels
 bin/ptxas --version | tail -1
 
 cat >env <<EOF
