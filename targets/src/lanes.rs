@@ -20,6 +20,25 @@ use crate::Word;
 /// A set of lanes: bit `i` is lane `i`. One type serves warps of 32 and 64 lanes.
 pub type LaneMask = u64;
 
+/// Applies a 32-bit warp operation to each half of a [`Word`], written out (not through a
+/// closure) so that `#[track_caller]` reports the caller's location to the simulator.
+macro_rules! by_words {
+    ($v:expr, |$x:ident| $op:expr) => {{
+        let bits = $v.to_bits64();
+        let lo = {
+            let $x = bits as u32;
+            $op
+        } as u64;
+        let hi = if T::WORDS == 2 {
+            let $x = (bits >> 32) as u32;
+            ($op as u64) << 32
+        } else {
+            0
+        };
+        T::from_bits64(lo | hi)
+    }};
+}
+
 /// The lanes of one warp (NVIDIA) or wavefront (AMD), executing in lockstep.
 pub trait Lanes: Copy {
     /// Lanes per warp: 32 or 64.
@@ -53,36 +72,43 @@ pub trait Lanes: Copy {
 
     /// True on every lane if `pred` holds on any lane of `mask`.
     #[inline(always)]
+    #[track_caller]
     fn any(self, mask: LaneMask, pred: bool) -> bool {
         self.ballot(mask, pred) != 0
     }
     /// True on every lane if `pred` holds on all lanes of `mask`.
     #[inline(always)]
+    #[track_caller]
     fn all(self, mask: LaneMask, pred: bool) -> bool {
         self.ballot(mask, pred) == mask
     }
     /// [`Lanes::shfl_idx_u32`] for any [`Word`].
     #[inline(always)]
+    #[track_caller]
     fn shfl_idx<T: Word>(self, mask: LaneMask, v: T, src: u32) -> T {
-        v.map_words(|x| self.shfl_idx_u32(mask, x, src))
+        by_words!(v, |x| self.shfl_idx_u32(mask, x, src))
     }
     /// [`Lanes::shfl_xor_u32`] for any [`Word`].
     #[inline(always)]
+    #[track_caller]
     fn shfl_xor<T: Word>(self, mask: LaneMask, v: T, lane_mask: u32) -> T {
-        v.map_words(|x| self.shfl_xor_u32(mask, x, lane_mask))
+        by_words!(v, |x| self.shfl_xor_u32(mask, x, lane_mask))
     }
     /// [`Lanes::shfl_up_u32`] for any [`Word`].
     #[inline(always)]
+    #[track_caller]
     fn shfl_up<T: Word>(self, mask: LaneMask, v: T, delta: u32) -> T {
-        v.map_words(|x| self.shfl_up_u32(mask, x, delta))
+        by_words!(v, |x| self.shfl_up_u32(mask, x, delta))
     }
     /// [`Lanes::shfl_down_u32`] for any [`Word`].
     #[inline(always)]
+    #[track_caller]
     fn shfl_down<T: Word>(self, mask: LaneMask, v: T, delta: u32) -> T {
-        v.map_words(|x| self.shfl_down_u32(mask, x, delta))
+        by_words!(v, |x| self.shfl_down_u32(mask, x, delta))
     }
     /// [`Lanes::match_any_u32`] for any [`Word`]: lanes whose every 32-bit half matches.
     #[inline(always)]
+    #[track_caller]
     fn match_any<T: Word>(self, mask: LaneMask, v: T) -> LaneMask {
         let b = v.to_bits64();
         let lo = self.match_any_u32(mask, b as u32);

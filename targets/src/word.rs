@@ -8,18 +8,6 @@ pub trait Word: Copy {
     fn to_bits64(self) -> u64;
     /// The value back from the low bits of `bits` (the inverse of [`Word::to_bits64`]).
     fn from_bits64(bits: u64) -> Self;
-    /// Applies `f` to each 32-bit register of the value: low word first.
-    #[inline(always)]
-    fn map_words(self, mut f: impl FnMut(u32) -> u32) -> Self {
-        let b = self.to_bits64();
-        let lo = f(b as u32) as u64;
-        if Self::WORDS == 1 {
-            Self::from_bits64(lo)
-        } else {
-            let hi = f((b >> 32) as u32) as u64;
-            Self::from_bits64(lo | hi << 32)
-        }
-    }
 }
 
 macro_rules! word_via_cast {

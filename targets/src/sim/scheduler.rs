@@ -179,7 +179,11 @@ fn resolve(status: &mut [Status], width: u32, block_idx: u32) -> (bool, bool) {
         .count();
     let live = status.iter().filter(|s| !matches!(s, Status::Done)).count();
     if live_at_barrier > 0 && live_at_barrier == live {
-        status.iter_mut().for_each(|s| *s = Status::Runnable(0));
+        for s in status.iter_mut() {
+            if matches!(s, Status::Parked(Park::Barrier { .. })) {
+                *s = Status::Runnable(0);
+            }
+        }
         progressed = true;
     }
     (progressed, polling)
