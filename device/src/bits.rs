@@ -300,7 +300,7 @@ pub fn put_bit_planes<W: Warp>(
     group_at: usize,
 ) -> Result<(), OutOfSpace> {
     let lane = w.lane_id();
-    let leader = active && lane % 32 == 0;
+    let leader = active && lane.is_multiple_of(32);
     let fits = group_at
         .checked_add(4 * planes as usize)
         .is_some_and(|end| end <= out.len());

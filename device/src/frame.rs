@@ -81,6 +81,10 @@ pub enum FrameError {
     RawChecksum { stored: u32, computed: u32 },
     /// The encoder was given an output buffer smaller than `max_encoded_len`.
     OutputTooSmall { need: usize, have: usize },
+    /// The frame holds another dtype than the decoder was asked for.
+    WrongDType { frame: DType, expected: DType },
+    /// The encoder was given more data than a frame describes (`raw_bytes` is a u32).
+    InputTooLarge { bytes: usize },
 }
 
 impl core::fmt::Display for FrameError {
@@ -119,6 +123,10 @@ impl core::fmt::Display for FrameError {
                 )
             }
             FrameError::OutputTooSmall { need, have } => write!(f, "output buffer of {have} bytes, need {need}"),
+            FrameError::WrongDType { frame, expected } => {
+                write!(f, "frame holds {frame:?} data, expected {expected:?}")
+            }
+            FrameError::InputTooLarge { bytes } => write!(f, "{bytes} bytes of input do not fit in one frame"),
         }
     }
 }

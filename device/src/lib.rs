@@ -3,6 +3,7 @@
 //!
 //! | module     | what it holds                                                 |
 //! |------------|---------------------------------------------------------------|
+//! | [`arbitrate`] | per-batch choice of RAW or a codec: sample, predicted sizes, cost model |
 //! | [`bits`]   | warp-cooperative scans, compaction, bit packing, checksums    |
 //! | [`codec`]  | lossless codecs: the symbol coders and the frame codec        |
 //! | [`dtype`]  | element types, exponent split/join, f32 conversions          |
@@ -11,6 +12,7 @@
 //! | [`warp_reduce`] | warp-level reductions of registers                       |
 #![no_std]
 
+pub mod arbitrate;
 pub mod bits;
 pub mod codec;
 pub mod dtype;

@@ -23,6 +23,18 @@ use crate::frame::FrameError;
 use core::marker::PhantomData;
 use zipcoll_targets::Warp;
 
+pub mod exp_ans;
+pub mod exp_window;
+pub mod fixed_len;
+pub mod frame_codec;
+pub mod huffman;
+
+pub use exp_ans::ExpAns;
+pub use exp_window::ExpWindow;
+pub use fixed_len::FixedLen;
+pub use frame_codec::{decode_frame, encode_frame, encode_raw_frame, max_encoded_len};
+pub use huffman::Huffman;
+
 /// The codecs, as stored in frame headers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]

@@ -1,0 +1,113 @@
+//! The break-even cost model: what a batch costs to move over a transport, raw or coded.
+//!
+//! | item               | what it is                                                          |
+//! |--------------------|---------------------------------------------------------------------|
+//! | [`CodecCost`]      | one codec's fixed cost `a_c` and its encode/decode seconds per byte  |
+//! | [`TransportModel`] | a link's effective bandwidth and latency, and the cost of each codec |
+//! | [`NVLINK`], [`NET`]| the presets (see the module docs of [`crate::arbitrate`] for their sources) |
+//!
+//! `T_c = latency + a_c + P_c / B_eff + l_enc * E_c + l_dec * D_c`, with `P_c` the bytes put on
+//! the link and `E_c = D_c` the uncompressed bytes the encoder reads and the decoder writes
+//! (GB/s figures of codecs are quoted per uncompressed byte). RAW has `a = l_enc = l_dec = 0`.
+
+use crate::codec::CodecId;
+
+/// Number of codecs ([`CodecId::ALL`]): the length of per-codec tables.
+pub const CODECS: usize = CodecId::ALL.len();
+
+/// One codec's cost on a GPU, in seconds (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CodecCost {
+    /// `a_c`: fixed seconds per batch (table build, launch or pipeline fill).
+    pub fixed_s: f32,
+    /// `l_enc`: encode seconds per uncompressed byte (`1 / encode bandwidth`).
+    pub enc_s_per_byte: f32,
+    /// `l_dec`: decode seconds per uncompressed byte (`1 / decode bandwidth`).
+    pub dec_s_per_byte: f32,
+}
+
+impl CodecCost {
+    /// No cost at all: RAW.
+    pub const FREE: CodecCost = CodecCost {
+        fixed_s: 0.0,
+        enc_s_per_byte: 0.0,
+        dec_s_per_byte: 0.0,
+    };
+
+    /// A cost from encode and decode bandwidths in GB/s (10^9 uncompressed bytes per second).
+    pub const fn from_gbps(fixed_s: f32, enc_gbps: f32, dec_gbps: f32) -> CodecCost {
+        CodecCost {
+            fixed_s,
+            enc_s_per_byte: 1.0 / (enc_gbps * 1e9),
+            dec_s_per_byte: 1.0 / (dec_gbps * 1e9),
+        }
+    }
+}
+
+/// A link and the cost of each codec when its batches cross it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TransportModel {
+    /// A short name for reports (`nvlink`, `net`).
+    pub name: &'static str,
+    /// `B_eff`: bytes per second a collective achieves on this link (bus bandwidth).
+    pub bandwidth_bytes_per_s: f32,
+    /// Seconds every transfer pays whatever its size.
+    pub latency_s: f32,
+    /// The cost of each codec, indexed by `CodecId as usize`.
+    pub codecs: [CodecCost; CODECS],
+}
+
+impl TransportModel {
+    /// The cost of `codec` on this link.
+    pub fn cost(&self, codec: CodecId) -> CodecCost {
+        self.codecs[codec as usize]
+    }
+
+    /// Predicted seconds to move `raw_bytes` of data as `wire_bytes` coded with `codec`.
+    pub fn time_s(&self, codec: CodecId, raw_bytes: u64, wire_bytes: u64) -> f32 {
+        let c = self.cost(codec);
+        let raw = raw_bytes as f32;
+        self.latency_s
+            + c.fixed_s
+            + wire_bytes as f32 / self.bandwidth_bytes_per_s
+            + c.enc_s_per_byte * raw
+            + c.dec_s_per_byte * raw
+    }
+
+    /// Predicted seconds to move `raw_bytes` as they are.
+    pub fn raw_time_s(&self, raw_bytes: u64) -> f32 {
+        self.time_s(CodecId::Raw, raw_bytes, raw_bytes)
+    }
+}
+
+/// Codec costs on an H200, shared by both presets: PLACEHOLDERS, to be replaced by the
+/// calibration run of `zipcoll-bench codec`. The bandwidths are nvCOMP 6's on the same
+/// GPU (bf16 N(0,1), 256 MiB, 2026-11-30): ANS 470 / 229 GB/s stands in for ExpAns and
+/// Huffman, Bitcomp 383 / 149 GB/s for FixedLen and ExpWindow; `a_c` = 2 us is a guess at a
+/// per-batch table build and pipeline fill.
+const H200_CODECS: [CodecCost; CODECS] = [
+    CodecCost::FREE,
+    CodecCost::from_gbps(2e-6, 383.0, 149.0),
+    CodecCost::from_gbps(2e-6, 383.0, 149.0),
+    CodecCost::from_gbps(2e-6, 470.0, 229.0),
+    CodecCost::from_gbps(2e-6, 470.0, 229.0),
+];
+
+/// NVLink between two H200s (NV18): 327 GB/s, the busbw NCCL 2.28.9's all_reduce of 1 GiB of
+/// bf16 reached on 2026-11-30 (peer copies reached 394 GB/s); latency 3 us is a placeholder.
+pub const NVLINK: TransportModel = TransportModel {
+    name: "nvlink",
+    bandwidth_bytes_per_s: 327e9,
+    latency_s: 3e-6,
+    codecs: H200_CODECS,
+};
+
+/// The network path, measured as NCCL's socket transport between the two GPUs of one host over
+/// loopback: 4.6 GB/s, NCCL send/recv of 1 GiB with default settings on 2026-11-30 (5.3 GB/s on
+/// another machine; all_reduce busbw 3.7-10.2 GB/s); latency 20 us is a placeholder.
+pub const NET: TransportModel = TransportModel {
+    name: "net",
+    bandwidth_bytes_per_s: 4.6e9,
+    latency_s: 20e-6,
+    codecs: H200_CODECS,
+};

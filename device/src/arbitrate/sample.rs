@@ -1,0 +1,125 @@
+//! The bounded sample of a batch and its statistics: the exponent-symbol histogram and the
+//! FixedLen sub-block widths.
+//!
+//! | item                  | what it is                                                        |
+//! |-----------------------|-------------------------------------------------------------------|
+//! | [`SAMPLE_MAX_BYTES`]  | the most batch bytes a sample reads (64 KiB)                      |
+//! | [`CHUNK_WORDS`]       | split words per sampled chunk (8 FixedLen sub-blocks of 32)       |
+//! | [`Sample::of`]        | strided chunks over the batch, or the whole batch when it is small |
+//! | [`Sample::add_words`] | adds a run of split words (for callers that sample on their own)  |
+//!
+//! Chunks start at multiples of 32 split words, so their sub-blocks are the frames' sub-blocks
+//! whenever frames hold a multiple of 32 words.
+
+use crate::dtype::Split;
+use zipcoll_targets::Word;
+
+/// The most bytes of a batch that [`Sample::of`] reads.
+pub const SAMPLE_MAX_BYTES: usize = 64 * 1024;
+/// Split words per sampled chunk: 8 sub-blocks of 32.
+pub const CHUNK_WORDS: usize = 256;
+/// Symbols per FixedLen sub-block (and per bit-plane group of ExpWindow).
+pub const SUB_BLOCK: usize = 32;
+
+/// What a sample saw (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sample {
+    /// How often each exponent symbol occurred.
+    pub counts: [u32; 256],
+    /// Symbols seen (the sum of `counts`).
+    pub symbols: u32,
+    /// Sub-blocks of up to 32 symbols seen.
+    pub sub_blocks: u32,
+    /// Sum over those sub-blocks of FixedLen's width: the bits of `max - min` of its symbols.
+    pub width_sum: u32,
+}
+
+impl Default for Sample {
+    fn default() -> Self {
+        Sample {
+            counts: [0; 256],
+            symbols: 0,
+            sub_blocks: 0,
+            width_sum: 0,
+        }
+    }
+}
+
+/// Split word `i` of `data` as the frame codec forms it: its elements' bits in order (element
+/// `i * ELEMS_PER_WORD + k` in byte lane `k`), the missing ones zero.
+#[inline(always)]
+pub fn split_word<T: Split>(data: &[T::Bits], i: usize) -> T::Word {
+    let size = T::DTYPE.size_bytes();
+    let mut v = 0u64;
+    for k in 0..T::ELEMS_PER_WORD {
+        let bits = data.get(i * T::ELEMS_PER_WORD + k).map_or(0, |e| e.to_bits64());
+        v |= bits << (8 * size * k);
+    }
+    T::Word::from_bits64(v)
+}
+
+/// Split words in `n` elements of `T`.
+#[inline(always)]
+pub const fn words_of<T: Split>(n: usize) -> usize {
+    n.div_ceil(T::ELEMS_PER_WORD)
+}
+
+/// Bytes of one split word of `T`.
+#[inline(always)]
+pub const fn word_bytes<T: Split>() -> usize {
+    T::DTYPE.size_bytes() * T::ELEMS_PER_WORD
+}
+
+impl Sample {
+    /// The sample of `data` (elements of `T`): the whole batch if it holds at most
+    /// [`SAMPLE_MAX_BYTES`], else that many bytes in chunks of [`CHUNK_WORDS`] words spread
+    /// evenly over the batch.
+    pub fn of<T: Split>(data: &[T::Bits]) -> Sample {
+        let mut s = Sample::default();
+        let words = words_of::<T>(data.len());
+        let max_words = SAMPLE_MAX_BYTES / word_bytes::<T>();
+        if words <= max_words {
+            s.add_words::<T>(data, 0, words);
+            return s;
+        }
+        let chunks = max_words / CHUNK_WORDS;
+        // chunk c starts at c * words / chunks, rounded down to a sub-block; chunks never overlap
+        // because words / chunks > CHUNK_WORDS
+        for c in 0..chunks {
+            let start = (c * words / chunks) / SUB_BLOCK * SUB_BLOCK;
+            s.add_words::<T>(data, start, (words - start).min(CHUNK_WORDS));
+        }
+        s
+    }
+
+    /// Adds split words `start .. start + len` of `data` (elements of `T`): their symbols to the
+    /// histogram and their sub-blocks of 32 (the last one possibly shorter) to the widths.
+    pub fn add_words<T: Split>(&mut self, data: &[T::Bits], start: usize, len: usize) {
+        let mut at = start;
+        let end = start + len;
+        while at < end {
+            let stop = (at + SUB_BLOCK).min(end);
+            let (mut min, mut max) = (u8::MAX, 0u8);
+            for i in at..stop {
+                let s = T::split(split_word::<T>(data, i)).0;
+                self.counts[s as usize] += 1;
+                min = min.min(s);
+                max = max.max(s);
+            }
+            self.symbols += (stop - at) as u32;
+            self.sub_blocks += 1;
+            self.width_sum += 8 - (max - min).leading_zeros();
+            at = stop;
+        }
+    }
+
+    /// Distinct symbols seen.
+    pub fn used_symbols(&self) -> usize {
+        self.counts.iter().filter(|&&c| c != 0).count()
+    }
+
+    /// The largest symbol seen (0 for an empty sample).
+    pub fn max_symbol(&self) -> u32 {
+        self.counts.iter().rposition(|&c| c != 0).unwrap_or(0) as u32
+    }
+}

@@ -1,0 +1,344 @@
+//! The frame codec: turns a slice of elements into one self-describing frame and back, with
+//! one warp, using a [`SymbolCoder`] for the exponent symbols.
+//!
+//! Frame layout (all offsets in bytes, little-endian):
+//!
+//! | offset                | size                      | content                                                   |
+//! |-----------------------|---------------------------|-----------------------------------------------------------|
+//! | 0                     | 32                        | [`FrameHeader`] (`raw_bytes` = n x element size)          |
+//! | 32                    | `P = packed_bytes(m, R)`  | split codecs: the raw plane (below)                        |
+//! | 32 + P                | `payload_bytes - P`       | split codecs: the coder's coded section (4-byte aligned)  |
+//! | 32                    | `raw_bytes`               | RAW: the elements as they are                              |
+//!
+//! `m` is the number of split words ([`Split::Word`]): `n`, or `ceil(n / 2)` for fp8, whose
+//! words hold two elements (element `2i` in the low byte, `2i + 1` in the high byte; an odd `n`
+//! pads the last word's high byte with 0, and the decoder writes only `n` elements). `R` is
+//! [`Split::RAW_BITS`].
+//!
+//! The raw plane is a plain little-endian bit stream of `m x R` bits: word `i`'s raw part at bit
+//! `i x R`, zero-padded to a multiple of 4 bytes ([`packed_bytes`]). A warp packs it
+//! `WIDTH` words at a time with [`pack_fixed_prefix`]; because `32 x R` bits are whole u32
+//! words, a 64-lane step writes exactly the bytes of two 32-lane steps, so the frame does not
+//! depend on the warp width (nor does any coder's section: every coder writes width-independent
+//! bytes).
+//!
+//! A split frame is emitted only if it is smaller than the data (`payload_bytes < raw_bytes`);
+//! otherwise, or if the coder runs out of room, the frame is RAW. So a frame is never longer than
+//! [`max_encoded_len`]. The header's `raw_checksum` is [`crate::frame::checksum`] of the
+//! elements' bytes, computed by the warp ([`warp_checksum_words`]); the decoder recomputes it
+//! over what it wrote.
+//!
+//! Decoding ([`decode_frame`]) checks, in order: the header ([`FrameHeader::parse`]), the dtype
+//! ([`FrameError::WrongDType`]), `raw_bytes` (whole elements that fit the output:
+//! [`FrameError::BadRawLength`]), the payload's structure (the coder's
+//! [`FrameError::Corrupt`]), and the data's checksum ([`FrameError::RawChecksum`]). Whatever the
+//! bytes say, it reads only inside `frame` and writes only inside `out`.
+//!
+//! | codec id     | decoded by                                                        |
+//! |--------------|-------------------------------------------------------------------|
+//! | `Raw`        | a copy of the payload                                             |
+//! | `FixedLen`   | [`FixedLen`] symbols joined with the raw plane                    |
+//! | `ExpWindow`  | [`ExpWindow`] symbols joined with the raw plane                   |
+//! | `ExpAns`     | [`ExpAns`] symbols joined with the raw plane                      |
+//! | `Huffman`    | [`Huffman`] symbols joined with the raw plane                     |
+
+use super::{CodecId, Coded, ExpAns, ExpWindow, FixedLen, Huffman, LaneOut, SymbolCoder};
+use crate::bits::{pack_fixed_prefix, packed_bytes, read_bits, warp_checksum_words};
+use crate::dtype::{Elem, Split};
+use crate::frame::{FrameError, FrameHeader, HEADER_BYTES};
+use zipcoll_targets::{Warp, Word};
+
+/// The largest frame [`encode_frame`] writes for `n` elements of `T`: the header plus the data
+/// as they are (a true upper bound: a frame that would not be smaller is emitted RAW).
+pub const fn max_encoded_len<T: Elem>(n: usize) -> usize {
+    HEADER_BYTES + n * T::DTYPE.size_bytes()
+}
+
+/// Element `k` of `input`'s bits, zero past its end.
+#[inline(always)]
+fn elem_bits<T: Elem>(input: &[T::Bits], k: usize) -> u64 {
+    input.get(k).map_or(0, |e| e.to_bits64())
+}
+
+/// Little-endian u32 word `j` of `input`'s bytes (zero-padded): what [`crate::frame::checksum`]
+/// sees of the elements.
+#[inline(always)]
+fn input_le_word<T: Elem>(input: &[T::Bits], j: usize) -> u32 {
+    let size = T::DTYPE.size_bytes();
+    let per = 4 / size;
+    let mut v = 0u32;
+    for k in 0..per {
+        v |= (elem_bits::<T>(input, j * per + k) as u32) << (8 * size * k);
+    }
+    v
+}
+
+/// Split word `i` of `input`: its elements' bytes in order, the missing ones zero.
+#[inline(always)]
+fn input_word<T: Split>(input: &[T::Bits], i: usize) -> T::Word {
+    let size = T::DTYPE.size_bytes();
+    let mut v = 0u64;
+    for k in 0..T::ELEMS_PER_WORD {
+        v |= elem_bits::<T>(input, i * T::ELEMS_PER_WORD + k) << (8 * size * k);
+    }
+    T::Word::from_bits64(v)
+}
+
+/// The byte at `offset` of `out`, which every lane has finished writing (0 past its end).
+#[inline(always)]
+fn out_byte(out: &LaneOut<'_>, offset: usize) -> u8 {
+    if offset < out.len {
+        // SAFETY: in bounds (checked); the buffer is valid for `out.len` bytes and, after the
+        // warp's `sync`, no lane writes it any more while it is read.
+        unsafe { out.ptr.add(offset).read() }
+    } else {
+        0
+    }
+}
+
+/// `len` bytes of `out` from `offset`, as a buffer of their own (clamped to `out`).
+#[inline(always)]
+fn window<'a>(out: LaneOut<'a>, offset: usize, len: usize) -> LaneOut<'a> {
+    let offset = offset.min(out.len);
+    let len = len.min(out.len - offset);
+    // SAFETY: `offset + len <= out.len`: a sub-range of the buffer `out` covers, used only through
+    // `LaneOut` copies as `out` is.
+    unsafe { LaneOut::from_raw(out.ptr.add(offset), len) }
+}
+
+/// Checks of an encoder's arguments: the output fits any frame, `raw_bytes` fits a u32.
+fn check_encode_args<T: Elem>(n: usize, out: &LaneOut<'_>) -> Result<u32, FrameError> {
+    let raw_bytes = n
+        .checked_mul(T::DTYPE.size_bytes())
+        .ok_or(FrameError::InputTooLarge { bytes: usize::MAX })?;
+    let raw_bytes = u32::try_from(raw_bytes).map_err(|_| FrameError::InputTooLarge { bytes: raw_bytes })?;
+    let need = HEADER_BYTES + raw_bytes as usize;
+    if out.len() < need {
+        return Err(FrameError::OutputTooSmall { need, have: out.len() });
+    }
+    Ok(raw_bytes)
+}
+
+/// Writes the RAW payload (the elements' bytes) after the header: lane `l` copies words
+/// `l, l + WIDTH, ..`. `out` holds at least the header and the data.
+fn put_raw_payload<W: Warp, T: Elem>(w: W, input: &[T::Bits], raw_bytes: usize, out: LaneOut<'_>) {
+    let mut j = w.lane_id() as usize;
+    while j * 4 < raw_bytes {
+        let word = input_le_word::<T>(input, j).to_le_bytes();
+        let len = (raw_bytes - j * 4).min(4);
+        // In bounds: the caller checked `out` holds HEADER_BYTES + raw_bytes.
+        let _ = out.put(HEADER_BYTES + j * 4, &word[..len]);
+        j += W::WIDTH as usize;
+    }
+}
+
+/// Lane 0 writes `header`; `out` holds at least [`HEADER_BYTES`].
+fn put_header<W: Warp>(w: W, header: &FrameHeader, out: LaneOut<'_>) {
+    if w.lane_id() == 0 {
+        // In bounds: every caller checked `out` holds a whole frame.
+        let _ = out.put(0, &header.to_bytes());
+    }
+}
+
+/// The RAW frame of `input` with its checksum already computed: header and data.
+fn raw_frame<W: Warp, T: Elem>(w: W, input: &[T::Bits], raw_bytes: u32, checksum: u32, out: LaneOut<'_>) -> usize {
+    put_raw_payload::<W, T>(w, input, raw_bytes as usize, out);
+    let h = FrameHeader::new(CodecId::Raw, T::DTYPE, 0, 0, raw_bytes, raw_bytes, checksum);
+    put_header(w, &h, out);
+    HEADER_BYTES + raw_bytes as usize
+}
+
+/// The checksum of `input`'s bytes, by the warp.
+#[inline(always)]
+fn input_checksum<W: Warp, T: Elem>(w: W, input: &[T::Bits], raw_bytes: u32) -> u32 {
+    warp_checksum_words(w, raw_bytes as usize, |j| input_le_word::<T>(input, j))
+}
+
+/// Encodes `input` as a RAW frame (header + the elements' bytes) into `out`; returns the frame's
+/// bytes. Called by every lane of the warp with the same arguments.
+///
+/// `Err(OutputTooSmall)` if `out` is shorter than [`max_encoded_len`], `Err(InputTooLarge)` if
+/// the data's bytes do not fit a u32.
+pub fn encode_raw_frame<W: Warp, T: Elem>(w: W, input: &[T::Bits], out: LaneOut<'_>) -> Result<usize, FrameError> {
+    let raw_bytes = check_encode_args::<T>(input.len(), &out)?;
+    let checksum = input_checksum::<W, T>(w, input, raw_bytes);
+    Ok(raw_frame::<W, T>(w, input, raw_bytes, checksum, out))
+}
+
+/// Encodes `input` into one frame in `out` with coder `C` (RAW when that is not smaller; see
+/// the module docs); returns the frame's bytes, at most [`max_encoded_len`]`::<T>(input.len())`.
+/// Called by every lane of the warp with the same arguments; the bytes are the same for warps
+/// of 32 and 64 lanes.
+///
+/// `Err(OutputTooSmall)` if `out` is shorter than [`max_encoded_len`], `Err(InputTooLarge)` if
+/// the data's bytes do not fit a u32.
+pub fn encode_frame<W: Warp, T: Split, C: SymbolCoder>(
+    w: W,
+    input: &[T::Bits],
+    out: LaneOut<'_>,
+) -> Result<usize, FrameError> {
+    let raw_bytes = check_encode_args::<T>(input.len(), &out)?;
+    let checksum = input_checksum::<W, T>(w, input, raw_bytes);
+    // every lane: raw_bytes and checksum of the whole input
+    let words = input.len().div_ceil(T::ELEMS_PER_WORD);
+    let plane_bytes = packed_bytes(words, T::RAW_BITS);
+    if plane_bytes >= raw_bytes as usize {
+        // nothing to gain (also n == 0)
+        return Ok(raw_frame::<W, T>(w, input, raw_bytes, checksum, out));
+    }
+    let lane = w.lane_id() as usize;
+    let step = W::WIDTH as usize;
+    let mut g = 0;
+    while g < words {
+        let i = g + lane;
+        let raw = if i < words {
+            T::split(input_word::<T>(input, i)).1.to_bits64() as u32
+        } else {
+            0
+        };
+        // lane l: the raw part of word g + l; the group's stream starts at bit g * R (a whole byte)
+        let at = HEADER_BYTES + g * T::RAW_BITS as usize / 8;
+        let lanes = (words - g).min(step) as u32;
+        // In bounds: the plane is shorter than the data, and `out` holds the header and the data.
+        let _ = pack_fixed_prefix(w, raw, T::RAW_BITS, lanes, out, at);
+        g += step;
+    }
+    // out[32 .. 32 + plane_bytes]: the raw plane. The coded section must leave the payload
+    // smaller than the data.
+    let budget = raw_bytes as usize - plane_bytes - 1;
+    let coded_out = window(out, HEADER_BYTES + plane_bytes, budget);
+    let sym = |i: usize| T::split(input_word::<T>(input, i)).0;
+    match C::encode(w, words, T::SYMBOL_BITS, sym, coded_out) {
+        Ok(Coded { len, params, params2 }) if len <= budget => {
+            let payload = (plane_bytes + len) as u32;
+            let h = FrameHeader::new(C::ID, T::DTYPE, params, params2, raw_bytes, payload, checksum);
+            put_header(w, &h, out);
+            Ok(HEADER_BYTES + payload as usize)
+        }
+        _ => {
+            // every lane: the coder gave up; the lanes' writes so far are ordered before the copy
+            w.sync(W::FULL);
+            Ok(raw_frame::<W, T>(w, input, raw_bytes, checksum, out))
+        }
+    }
+}
+
+/// Decodes the split payload (raw plane + coded section of coder `C`) of a frame of `n`
+/// elements into `out` (which holds `n` elements).
+fn decode_split<W: Warp, T: Split, C: SymbolCoder>(
+    w: W,
+    h: &FrameHeader,
+    n: usize,
+    payload: &[u8],
+    out: LaneOut<'_>,
+) -> Result<(), FrameError> {
+    let words = n.div_ceil(T::ELEMS_PER_WORD);
+    let plane_bytes = packed_bytes(words, T::RAW_BITS);
+    let (plane, coded) = match (payload.get(..plane_bytes), payload.get(plane_bytes..)) {
+        (Some(p), Some(c)) => (p, c),
+        _ => {
+            return Err(FrameError::Corrupt {
+                codec: C::ID,
+                offset: HEADER_BYTES,
+                reason: "raw plane truncated",
+            })
+        }
+    };
+    let size = T::DTYPE.size_bytes();
+    let word_bytes = size * T::ELEMS_PER_WORD;
+    let raw_bytes = n * size;
+    let put = |i: usize, s: u8| {
+        if i >= words {
+            return;
+        }
+        // Inside the plane: its length was checked above.
+        let raw = read_bits(plane, i * T::RAW_BITS as usize, T::RAW_BITS).unwrap_or(0);
+        let word = T::join(s, T::Raw::from_bits64(raw as u64)).to_bits64().to_le_bytes();
+        let at = i * word_bytes;
+        let len = (raw_bytes - at).min(word_bytes);
+        // In bounds: `at + len <= raw_bytes <= out.len()` (checked by the caller).
+        let _ = out.put(at, &word[..len]);
+    };
+    C::decode(w, words, T::SYMBOL_BITS, h.params, h.params2, coded, put)
+}
+
+/// Decodes the RAW payload: lane `l` copies words `l, l + WIDTH, ..`.
+fn decode_raw<W: Warp>(w: W, h: &FrameHeader, payload: &[u8], out: LaneOut<'_>) -> Result<(), FrameError> {
+    if payload.len() != h.raw_bytes as usize {
+        return Err(FrameError::Corrupt {
+            codec: CodecId::Raw,
+            offset: HEADER_BYTES,
+            reason: "payload length is not the raw length",
+        });
+    }
+    if h.params != 0 || h.params2 != 0 {
+        return Err(FrameError::Corrupt {
+            codec: CodecId::Raw,
+            offset: 6,
+            reason: "parameters are not zero",
+        });
+    }
+    let mut at = w.lane_id() as usize * 4;
+    while at < payload.len() {
+        let chunk = payload.get(at..(at + 4).min(payload.len())).unwrap_or(&[]);
+        // In bounds: `payload.len() == raw_bytes <= out.len()` (checked by the caller).
+        let _ = out.put(at, chunk);
+        at += W::WIDTH as usize * 4;
+    }
+    Ok(())
+}
+
+/// Decodes one frame of `T` elements from `frame` into `out` (the elements' bytes,
+/// little-endian); returns the number of elements. Called by every lane of the warp with the
+/// same arguments. Checks and errors are listed in the module docs; on `Err`, `out` may have
+/// been partly written. Bytes of `frame` past the frame's end are ignored.
+pub fn decode_frame<W: Warp, T: Split>(w: W, frame: &[u8], out: LaneOut<'_>) -> Result<usize, FrameError> {
+    let h = FrameHeader::parse(frame)?;
+    let dtype = h.dtype_id().ok_or(FrameError::UnknownDType { found: h.dtype })?;
+    if dtype != T::DTYPE {
+        return Err(FrameError::WrongDType {
+            frame: dtype,
+            expected: T::DTYPE,
+        });
+    }
+    let size = T::DTYPE.size_bytes();
+    let raw_bytes = h.raw_bytes as usize;
+    if !raw_bytes.is_multiple_of(size) || raw_bytes > out.len() {
+        return Err(FrameError::BadRawLength {
+            raw_bytes: h.raw_bytes,
+            capacity: out.len(),
+        });
+    }
+    let n = raw_bytes / size;
+    let need = HEADER_BYTES + h.payload_bytes as usize;
+    let payload = frame.get(HEADER_BYTES..need).ok_or(FrameError::Truncated {
+        need,
+        have: frame.len(),
+    })?;
+    let codec = h.codec_id().ok_or(FrameError::UnknownCodec { found: h.codec })?;
+    match codec {
+        CodecId::Raw => decode_raw(w, &h, payload, out)?,
+        CodecId::FixedLen => decode_split::<W, T, FixedLen>(w, &h, n, payload, out)?,
+        CodecId::ExpWindow => decode_split::<W, T, ExpWindow>(w, &h, n, payload, out)?,
+        CodecId::ExpAns => decode_split::<W, T, ExpAns>(w, &h, n, payload, out)?,
+        CodecId::Huffman => decode_split::<W, T, Huffman>(w, &h, n, payload, out)?,
+    }
+    // every lane: its writes are done; after the sync, every lane sees every lane's writes
+    w.sync(W::FULL);
+    let computed = warp_checksum_words(w, raw_bytes, |j| {
+        u32::from_le_bytes(core::array::from_fn(|k| {
+            if j * 4 + k < raw_bytes {
+                out_byte(&out, j * 4 + k)
+            } else {
+                0
+            }
+        }))
+    });
+    if computed != h.raw_checksum {
+        return Err(FrameError::RawChecksum {
+            stored: h.raw_checksum,
+            computed,
+        });
+    }
+    Ok(n)
+}
