@@ -1,15 +1,15 @@
-//! Parsing of the attribute's arguments: `dtype = [...]`, `op = [...]`, `vendor = [...]`,
-//! `equiv = bits`.
+//! Parsing of the attribute's arguments: `dtype = [...]`, `op = [...]`, `codec = [...]`,
+//! `vendor = [...]`, `equiv = bits`.
 
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{bracketed, Ident, Token};
 
-use crate::support::{Vendor, DTYPES, OPS};
+use crate::support::{Vendor, CODECS, DTYPES, OPS};
 
 /// A bracketed list of names, each checked against a table.
 pub(crate) struct List {
-    /// The argument's key (`dtype`, `op`, `vendor`), for spans.
+    /// The argument's key (`dtype`, `op`, `codec`, `vendor`), for spans.
     pub key: Ident,
     /// The names as written (known, no duplicates, at least one).
     pub names: Vec<Ident>,
@@ -27,6 +27,7 @@ impl List {
 pub(crate) struct KernelArgs {
     pub dtype: Option<List>,
     pub op: Option<List>,
+    pub codec: Option<List>,
     pub vendor: Option<List>,
     /// The `equiv` key, when `equiv = bits` is given (the only equivalence there is).
     pub equiv_bits: Option<Ident>,
@@ -41,6 +42,7 @@ impl Parse for KernelArgs {
                     let slot = match list.key.to_string().as_str() {
                         "dtype" => &mut args.dtype,
                         "op" => &mut args.op,
+                        "codec" => &mut args.codec,
                         _ => &mut args.vendor,
                     };
                     if slot.is_some() {
@@ -74,6 +76,7 @@ impl Parse for Arg {
         let known: Vec<&str> = match key.to_string().as_str() {
             "dtype" => DTYPES.iter().map(|d| d.ident).collect(),
             "op" => OPS.iter().map(|o| o.ident).collect(),
+            "codec" => CODECS.iter().map(|c| c.ident).collect(),
             "vendor" => Vendor::ALL.iter().map(|v| v.ident()).collect(),
             "equiv" => {
                 input.parse::<Token![=]>()?;
@@ -91,7 +94,7 @@ impl Parse for Arg {
             _ => {
                 return Err(syn::Error::new(
                     key.span(),
-                    format!("unknown argument `{key}`; expected `dtype`, `op`, `vendor` or `equiv`"),
+                    format!("unknown argument `{key}`; expected `dtype`, `op`, `codec`, `vendor` or `equiv`"),
                 ))
             }
         };

@@ -8,9 +8,9 @@ use syn::visit_mut::{self, VisitMut};
 use syn::{Ident, Item, ItemFn, PathSegment, Type, TypePath};
 
 use crate::args::KernelArgs;
-use crate::filter::{Filter, FILTER_ENV};
+use crate::filter::{Filter, VariantName, FILTER_ENV};
 use crate::signature::{Errors, Role, Signature};
-use crate::support::{pair_rule, DTypeInfo, OpInfo, Vendor, CAPABILITY_RULES, DTYPES, OPS};
+use crate::support::{pair_rule, CodecInfo, DTypeInfo, OpInfo, Vendor, CAPABILITY_RULES, CODECS, DTYPES, OPS};
 
 /// Expands `#[kernel(attr)] item`, with the filter read from `ZIPCOLL_KERNEL_FILTER`.
 pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
@@ -40,10 +40,12 @@ pub fn expand_filtered(attr: TokenStream, item: TokenStream, filter: Option<&str
     Ok(plan.emit())
 }
 
-/// One (dtype, op) variant of the kernel and the symbol of the entry point that serves it.
+/// One (dtype, op, codec) variant of the kernel and the symbol of the entry point that serves
+/// it.
 struct Variant {
     dtype: Option<&'static DTypeInfo>,
     op: Option<&'static OpInfo>,
+    codec: Option<&'static CodecInfo>,
     symbol: String,
 }
 
@@ -65,14 +67,18 @@ struct Plan<'a> {
 impl<'a> Plan<'a> {
     fn new(args: &KernelArgs, func: &'a ItemFn, sig: &'a Signature, filter: Option<&Filter>) -> syn::Result<Self> {
         let mut errors = Errors::default();
-        let dims = [(Role::Elem, &args.dtype, "dtype"), (Role::RedOp, &args.op, "op")];
+        let dims = [
+            (Role::Elem, &args.dtype, "dtype"),
+            (Role::RedOp, &args.op, "op"),
+            (Role::Coder, &args.codec, "codec"),
+        ];
         for (role, list, key) in dims {
-            match (sig.find(role), list) {
+            match (sig.generic(role), list) {
                 (Some(param), None) => errors.push(
-                    param,
+                    &param.ident,
                     format!(
-                        "`{param}: {}` makes {key} a dimension of this kernel: add `{key} = [...]` to `#[kernel]`",
-                        role.trait_name()
+                        "`{}: {}` makes {key} a dimension of this kernel: add `{key} = [...]` to `#[kernel]`",
+                        param.ident, param.bound
                     ),
                 ),
                 (None, Some(list)) => errors.push(
@@ -142,6 +148,10 @@ impl<'a> Plan<'a> {
             Some(list) => OPS.iter().filter(|o| list.contains(o.ident)).map(Some).collect(),
             None => vec![None],
         };
+        let codecs: Vec<Option<&'static CodecInfo>> = match &args.codec {
+            Some(list) => CODECS.iter().filter(|c| list.contains(c.ident)).map(Some).collect(),
+            None => vec![None],
+        };
         let equiv_bits = args.equiv_bits.is_some();
         let mut variants = Vec::new();
         let mut pruned = 0;
@@ -154,19 +164,38 @@ impl<'a> Plan<'a> {
                         continue;
                     }
                 }
-                if filter.is_some_and(|f| !f.admits(&name, dtype.map(|d| d.ident), op.map(|o| o.ident))) {
-                    continue;
+                for &codec in &codecs {
+                    let admitted = filter.is_none_or(|f| {
+                        f.admits(VariantName {
+                            kernel: &name,
+                            dtype: dtype.map(|d| d.ident),
+                            op: op.map(|o| o.ident),
+                            codec: codec.map(|c| c.ident),
+                        })
+                    });
+                    if !admitted {
+                        continue;
+                    }
+                    let mut symbol = format!("zc_{name}");
+                    if let Some(d) = dtype {
+                        symbol += "__";
+                        symbol += if equiv_bits { d.bits } else { d.ident };
+                    }
+                    if let Some(o) = op {
+                        symbol += "__";
+                        symbol += o.ident;
+                    }
+                    if let Some(c) = codec {
+                        symbol += "__";
+                        symbol += c.ident;
+                    }
+                    variants.push(Variant {
+                        dtype,
+                        op,
+                        codec,
+                        symbol,
+                    });
                 }
-                let mut symbol = format!("zc_{name}");
-                if let Some(d) = dtype {
-                    symbol += "__";
-                    symbol += if equiv_bits { d.bits } else { d.ident };
-                }
-                if let Some(o) = op {
-                    symbol += "__";
-                    symbol += o.ident;
-                }
-                variants.push(Variant { dtype, op, symbol });
             }
         }
         if pruned == dtypes.len() * ops.len() {
@@ -222,10 +251,15 @@ impl<'a> Plan<'a> {
         let vis = &self.func.vis;
         let marker = &self.marker;
         let name = &self.name;
+        let find = if self.sig.find(Role::Coder).is_some() {
+            "find_codec"
+        } else {
+            "find"
+        };
         let mut doc = vec![
-            format!(" The manifest of the kernel fn `{name}`: its entry point for each dtype, op and vendor."),
+            format!(" The manifest of the kernel fn `{name}`: its entry point for each dtype, op, codec and vendor."),
             String::new(),
-            format!(" Generated by `#[kernel]`; look entry points up with `{marker}::find`."),
+            format!(" Generated by `#[kernel]`; look entry points up with `{marker}::{find}`."),
         ];
         if !self.not_built.is_empty() {
             doc.extend([String::new(), " Not built:".into()]);
@@ -242,11 +276,16 @@ impl<'a> Plan<'a> {
                 let o = format_ident!("{}", o.name);
                 quote!(::zipcoll_device::reduce::ReduceOp::#o)
             }));
+            let codec = option(v.codec.map(|c| {
+                let c = format_ident!("{}", c.name);
+                quote!(::zipcoll_device::codec::CodecId::#c)
+            }));
             let symbol = &v.symbol;
             quote! {
                 ::zipcoll_primitives::manifest::KernelDesc {
                     dtype: #dtype,
                     op: #op,
+                    codec: #codec,
                     vendors: #vendors,
                     symbol: #symbol,
                 }
@@ -283,17 +322,18 @@ impl<'a> Plan<'a> {
                 )),
             ),
         };
-        // `Plan::new` gives every variant a dtype iff the kernel has an `Elem` parameter, and an
-        // op iff it has a `RedOp` parameter.
+        // `Plan::new` gives every variant a dtype iff the kernel has an `Elem` parameter, an op
+        // iff it has a `RedOp` parameter and a codec iff it has a `SymbolCoder` parameter.
         let bindings = self.sig.generics.iter().filter_map(|generic| {
             let (concrete, role_trait, word) = match generic.role {
                 Role::Warp => (warp.clone(), quote!(::zipcoll_targets::Warp), None),
                 Role::Elem => {
                     let dtype = variant.dtype?;
                     let (ty, word) = (format_ident!("{}", dtype.name), format_ident!("{}", dtype.word));
+                    let bound = format_ident!("{}", generic.bound);
                     (
                         quote!(::zipcoll_device::dtype::#ty),
-                        quote!(::zipcoll_device::dtype::Elem),
+                        quote!(::zipcoll_device::dtype::#bound),
                         Some(word),
                     )
                 }
@@ -302,6 +342,14 @@ impl<'a> Plan<'a> {
                     (
                         quote!(::zipcoll_device::reduce::#ty),
                         quote!(::zipcoll_device::reduce::RedOp),
+                        None,
+                    )
+                }
+                Role::Coder => {
+                    let ty = format_ident!("{}", variant.codec?.name);
+                    (
+                        quote!(::zipcoll_device::codec::#ty),
+                        quote!(::zipcoll_device::codec::SymbolCoder),
                         None,
                     )
                 }
@@ -328,7 +376,7 @@ impl<'a> Plan<'a> {
         let turbofish = subst.0.iter().map(|b| &b.concrete);
 
         let mut doc = format!(" Entry point of the kernel fn `{}` on {}", self.name, vendor.ident());
-        if variant.dtype.is_some() || variant.op.is_some() {
+        if variant.dtype.is_some() || variant.op.is_some() || variant.codec.is_some() {
             let served = self.variants.iter().filter(|v| v.symbol == variant.symbol);
             let dtypes: Vec<&str> = served.filter_map(|v| v.dtype.map(|d| d.ident)).collect();
             let mut dims = Vec::new();
@@ -340,6 +388,7 @@ impl<'a> Plan<'a> {
                 });
             }
             dims.extend(variant.op.map(|o| o.ident.to_owned()));
+            dims.extend(variant.codec.map(|c| c.ident.to_owned()));
             doc += &format!(" for {}", dims.join(" and "));
         }
         doc += ", generated by `#[kernel]`.";

@@ -1,8 +1,9 @@
 //! `#[kernel]`: one generic device fn becomes the GPU entry points for every supported dtype,
-//! reduction and vendor, plus a typed manifest that the host looks entry points up in.
+//! reduction, codec and vendor, plus a typed manifest that the host looks entry points up in.
 //!
 //! Device code is written once, generic over the warp (`W: Warp`), the element type
-//! (`T: Elem`) and the reduction (`O: RedOp`), and runs unchanged on the CPU simulator. A GPU
+//! (`T: Elem`, or `T: Split` for the codecs), the reduction (`O: RedOp`) and the symbol coder
+//! (`C: SymbolCoder`), and runs unchanged on the CPU simulator. A GPU
 //! needs monomorphic `extern "gpu-kernel"` functions with unmangled names; this attribute writes
 //! them, and records which ones exist so the host never formats a symbol name itself.
 //!
@@ -28,11 +29,12 @@
 //! inline or in the `where` clause; other bounds may sit beside them, as in
 //! `W: Warp + SharedMem`):
 //!
-//! | bound   | role                         | required                          |
-//! |---------|------------------------------|-----------------------------------|
-//! | `Warp`  | the vendor's warp            | yes; the first parameter is `w: W` |
-//! | `Elem`  | the dtype dimension          | iff `dtype = [...]` is given      |
-//! | `RedOp` | the op dimension             | iff `op = [...]` is given         |
+//! | bound           | role                         | required                          |
+//! |-----------------|------------------------------|-----------------------------------|
+//! | `Warp`          | the vendor's warp            | yes; the first parameter is `w: W` |
+//! | `Elem`, `Split` | the dtype dimension          | iff `dtype = [...]` is given      |
+//! | `RedOp`         | the op dimension             | iff `op = [...]` is given         |
+//! | `SymbolCoder`   | the codec dimension          | iff `codec = [...]` is given      |
 //!
 //! Every other parameter is a plain identifier with a type the entry points can name; the fn
 //! returns nothing and may be `unsafe` or safe. The fn itself is emitted unchanged, so tests call
@@ -46,10 +48,12 @@
 //! #[kernel(arg, ...)]
 //! arg    := dtype  = [dtype, ...]     the dtypes to build (iff a parameter is bounded by Elem)
 //!         | op     = [op, ...]        the reductions to build (iff a parameter is bounded by RedOp)
+//!         | codec  = [codec, ...]     the symbol coders to build (iff a parameter is bounded by SymbolCoder)
 //!         | vendor = [vendor, ...]    the vendors to build for; default: all of them
 //!         | equiv  = bits             one entry point per storage width (needs dtype)
 //! dtype  := bf16 | f16 | f32 | f8e4m3 | f8e5m2
 //! op     := sum | prod | min | max | avg
+//! codec  := fixedlen | expwindow | expans | huffman
 //! vendor := nvptx | amdgpu
 //! ```
 //!
@@ -59,8 +63,9 @@
 //!
 //! For `reduce_copy` above, next to the fn itself:
 //!
-//! - for each built (dtype, op) and vendor, an entry point named `zc_<fn>__<dtype>__<op>` (a
-//!   part is left out when its dimension is), under `#[cfg(target_arch = "nvptx64")]` or
+//! - for each built (dtype, op, codec) and vendor, an entry point named
+//!   `zc_<fn>__<dtype>__<op>__<codec>` (a part is left out when its dimension is: a codec kernel
+//!   without an op is `zc_encode_frames__bf16__huffman`), under `#[cfg(target_arch = "nvptx64")]` or
 //!   `#[cfg(target_arch = "amdgpu")]`. It takes the fn's parameters after `w`, with the generic
 //!   parameters replaced by the variant's types, builds the vendor's warp and calls the fn:
 //!
@@ -84,16 +89,20 @@
 //!   (the host passes the launch geometry), and builds its warp with
 //!   `::zipcoll_targets::amdgpu::AmdWarp::from_launch(zc_block_dim, zc_grid_dim)`.
 //!
-//!   In parameter types, `T` becomes `::zipcoll_device::dtype::Bf16` (`O`, `W` likewise) and
-//!   `T::Assoc` becomes `<::zipcoll_device::dtype::Bf16 as ::zipcoll_device::dtype::Elem>::Assoc`,
+//!   In parameter types, `T` becomes `::zipcoll_device::dtype::Bf16` (`O`, `C`, `W` likewise;
+//!   a codec `huffman` is `::zipcoll_device::codec::Huffman`) and `T::Assoc` becomes
+//!   `<::zipcoll_device::dtype::Bf16 as ::zipcoll_device::dtype::Elem>::Assoc` (`as Split` when
+//!   `T` is bounded by `Split`),
 //!   except `T::Bits` (or `<T as Elem>::Bits`), which becomes the storage word (`u16` for bf16 and
 //!   f16, `u32` for f32, `u8` for the fp8 types): rustc's `improper_gpu_kernel_arg` lint reads
 //!   entry-point signatures before normalizing them and would flag `*const <Bf16 as Elem>::Bits`.
 //!   The call into the fn checks that the word is right.
 //! - the manifest type `ReduceCopy` (the fn's name in CamelCase, with the fn's visibility, not
 //!   cfg-gated), implementing `::zipcoll_primitives::manifest::Kernel` with
-//!   `NAME = "reduce_copy"` and one `KernelDesc { dtype, op, vendors, symbol }` per built variant.
-//!   The host asks `ReduceCopy::find(Some(DType::Bf16), Some(ReduceOp::Sum), Vendor::Amdgpu)`.
+//!   `NAME = "reduce_copy"` and one `KernelDesc { dtype, op, codec, vendors, symbol }` per built
+//!   variant (`codec` is a `::zipcoll_device::codec::CodecId`). The host asks
+//!   `ReduceCopy::find(Some(DType::Bf16), Some(ReduceOp::Sum), Vendor::Amdgpu)`, or for a codec
+//!   kernel `EncodeFrames::find_codec(Some(DType::Bf16), None, Some(CodecId::Huffman), Vendor::Nvptx)`.
 //!
 //! Paths are absolute (`::zipcoll_device`, `::zipcoll_targets`, `::zipcoll_primitives`), so the
 //! crate that uses the attribute depends on those three (`zipcoll_primitives` itself declares
@@ -103,7 +112,8 @@
 //! # Support table
 //!
 //! A variant is built when the dtype x op table admits its pair, and for the listed vendors that
-//! the warp's capabilities leave; the manifest type's docs list what was left out and why.
+//! the warp's capabilities leave; the manifest type's docs list what was left out and why. Every
+//! codec is built for every dtype (each dtype's `Split` feeds every symbol coder).
 //!
 //! | family | op     | built | reason |
 //! |--------|--------|-------|--------|
@@ -132,11 +142,12 @@
 //!
 //! # Developer filter
 //!
-//! `ZIPCOLL_KERNEL_FILTER`, read when the macro expands, holds comma-separated `fn:dtype:op`
-//! patterns where `*` matches anything, e.g. `reduce_copy:bf16:*,*:f32:sum`; parts left out at the
-//! end are `*`, and a dimension the kernel lacks matches any part. When it is set (and not blank),
-//! only the variants some pattern matches get entry points and manifest rows: a fast edit-build
-//! loop on one variant. A part without `*` must name a known dtype or op. The expansion holds
+//! `ZIPCOLL_KERNEL_FILTER`, read when the macro expands, holds comma-separated `fn:dtype:op:codec`
+//! patterns where `*` matches anything, e.g. `reduce_copy:bf16:*,*:f32:sum,encode_frames:bf16::huffman`;
+//! empty parts and parts left out at the end are `*`, and a dimension the kernel lacks matches any
+//! part. When it is set (and not blank), only the variants some pattern matches get entry points
+//! and manifest rows: a fast edit-build loop on one variant. A part without `*` must name a known
+//! dtype, op or codec. The expansion holds
 //! `option_env!("ZIPCOLL_KERNEL_FILTER")`, so cargo rebuilds the crate when the variable changes.
 //!
 //! # Errors

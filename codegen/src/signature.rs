@@ -10,14 +10,16 @@ use syn::{FnArg, GenericParam, Ident, ItemFn, Pat, ReturnType, Type, TypeParamBo
 pub(crate) enum Role {
     /// Bounded by `Warp`: the vendor's warp type.
     Warp,
-    /// Bounded by `Elem`: the dtype dimension.
+    /// Bounded by `Elem` (or its subtrait `Split`): the dtype dimension.
     Elem,
     /// Bounded by `RedOp`: the op dimension.
     RedOp,
+    /// Bounded by `SymbolCoder`: the codec dimension.
+    Coder,
 }
 
 impl Role {
-    const ALL: [Role; 3] = [Role::Warp, Role::Elem, Role::RedOp];
+    const ALL: [Role; 4] = [Role::Warp, Role::Elem, Role::RedOp, Role::Coder];
 
     /// The trait that names this role.
     pub fn trait_name(self) -> &'static str {
@@ -25,6 +27,18 @@ impl Role {
             Role::Warp => "Warp",
             Role::Elem => "Elem",
             Role::RedOp => "RedOp",
+            Role::Coder => "SymbolCoder",
+        }
+    }
+
+    /// Every bound that gives a parameter this role: the role's trait, and for the dtype its
+    /// subtrait `Split` (the exponent split the codecs need).
+    fn bounds(self) -> &'static [&'static str] {
+        match self {
+            Role::Warp => &["Warp"],
+            Role::Elem => &["Elem", "Split"],
+            Role::RedOp => &["RedOp"],
+            Role::Coder => &["SymbolCoder"],
         }
     }
 }
@@ -33,6 +47,9 @@ impl Role {
 pub(crate) struct Generic {
     pub ident: Ident,
     pub role: Role,
+    /// The bound that gave it its role (`Split` over `Elem` when both are given): the trait
+    /// that entry points qualify its associated types with.
+    pub bound: &'static str,
 }
 
 /// The parts of the kernel fn that the expansion needs.
@@ -47,8 +64,13 @@ pub(crate) struct Signature {
 
 impl Signature {
     /// The parameter with `role`, if the kernel has one.
+    pub fn generic(&self, role: Role) -> Option<&Generic> {
+        self.generics.iter().find(|g| g.role == role)
+    }
+
+    /// The name of the parameter with `role`, if the kernel has one.
     pub fn find(&self, role: Role) -> Option<&Ident> {
-        self.generics.iter().find(|g| g.role == role).map(|g| &g.ident)
+        self.generic(role).map(|g| &g.ident)
     }
 
     /// Reads `func`'s signature; every problem found is reported at once.
@@ -94,7 +116,7 @@ impl Signature {
             let bounds = bound_names(func, &tp.ident);
             let roles: Vec<Role> = Role::ALL
                 .into_iter()
-                .filter(|r| bounds.iter().any(|b| b == r.trait_name()))
+                .filter(|r| bounds.iter().any(|b| r.bounds().iter().any(|rb| b == rb)))
                 .collect();
             let role = match roles.as_slice() {
                 [role] => *role,
@@ -102,8 +124,8 @@ impl Signature {
                     errors.push(
                         &tp.ident,
                         format!(
-                            "generic parameter `{}` is bounded by none of `Warp`, `Elem`, `RedOp`: the entry points \
-                             cannot choose a type for it",
+                            "generic parameter `{}` is bounded by none of `Warp`, `Elem` (or `Split`), `RedOp`, \
+                             `SymbolCoder`: the entry points cannot choose a type for it",
                             tp.ident
                         ),
                     );
@@ -134,12 +156,21 @@ impl Signature {
                 );
                 continue;
             }
+            // The last of the role's bounds that is given: `Split` before `Elem`.
+            let bound = role
+                .bounds()
+                .iter()
+                .rev()
+                .find(|rb| bounds.iter().any(|b| b == *rb))
+                .copied()
+                .unwrap_or(role.trait_name());
             if role == Role::Warp {
                 warp_bounds = bounds;
             }
             generics.push(Generic {
                 ident: tp.ident.clone(),
                 role,
+                bound,
             });
         }
         let warp = generics.iter().find(|g| g.role == Role::Warp).map(|g| g.ident.clone());

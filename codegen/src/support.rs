@@ -1,5 +1,5 @@
-//! The support tables: the dtypes, ops and vendors the attribute knows, which (dtype, op) pairs
-//! are built, and which vendors a warp capability rules out. The crate docs show the same rows;
+//! The support tables: the dtypes, ops, codecs and vendors the attribute knows, which (dtype,
+//! op) pairs are built, and which vendors a warp capability rules out. The crate docs show the same rows;
 //! a unit test keeps the two in step.
 
 /// A family of dtypes that share the (dtype, op) rules.
@@ -49,6 +49,24 @@ pub(crate) const OPS: &[OpInfo] = &[
     OpInfo { ident: "min",  name: "Min" },
     OpInfo { ident: "max",  name: "Max" },
     OpInfo { ident: "avg",  name: "Avg" },
+];
+
+/// A symbol coder the attribute knows (the codec dimension; RAW has no coder, so it is no part
+/// of it).
+pub(crate) struct CodecInfo {
+    /// Its name in `codec = [...]` and in symbols.
+    pub ident: &'static str,
+    /// Its type under `::zipcoll_device::codec` and its `CodecId` variant (the same name).
+    pub name: &'static str,
+}
+
+/// Every codec with a symbol coder, in `CodecId` order.
+#[rustfmt::skip]
+pub(crate) const CODECS: &[CodecInfo] = &[
+    CodecInfo { ident: "fixedlen",  name: "FixedLen" },
+    CodecInfo { ident: "expwindow", name: "ExpWindow" },
+    CodecInfo { ident: "expans",    name: "ExpAns" },
+    CodecInfo { ident: "huffman",   name: "Huffman" },
 ];
 
 /// Whether kernels over one dtype family and one op are built, and why.

@@ -107,6 +107,65 @@ fn kernel_without_dimensions() {
     insta::assert_snapshot!(expand(quote!(vendor = [amdgpu]), item, None));
 }
 
+/// A frame encoder: the dtype through `Split` (the codecs' trait), the codec through
+/// `SymbolCoder`, an associated type of `Split` in a parameter.
+fn encode_frames() -> TokenStream {
+    quote! {
+        pub unsafe fn encode_frames<W: Warp, T: Split, C: SymbolCoder>(
+            w: W,
+            input: *const T::Bits,
+            words: *const T::Word,
+            n: usize,
+            out: *mut u8,
+        ) {
+            let _ = (w, input, words, n, out, C::ID);
+        }
+    }
+}
+
+#[test]
+fn codec_kernel_gets_an_entry_point_per_dtype_and_codec() {
+    let attr = quote!(
+        dtype = [bf16, f8e4m3],
+        codec = [fixedlen, expwindow, expans, huffman],
+        vendor = [nvptx]
+    );
+    insta::assert_snapshot!(expand(attr, encode_frames(), None));
+}
+
+#[test]
+fn codec_kernel_filtered_by_codec() {
+    let attr = quote!(dtype = [bf16, f32], codec = [fixedlen, huffman]);
+    let out = expand(attr, encode_frames(), Some("encode_frames:*::huffman"));
+    let symbols: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("symbol: \""))
+        .collect();
+    assert_eq!(
+        symbols,
+        [
+            "zc_encode_frames__bf16__huffman\",",
+            "zc_encode_frames__f32__huffman\","
+        ]
+    );
+}
+
+#[test]
+fn codec_dimension_errors() {
+    let attr = quote!(dtype = [bf16]);
+    assert_eq!(
+        error(attr, encode_frames(), None),
+        "`C: SymbolCoder` makes codec a dimension of this kernel: add `codec = [...]` to `#[kernel]`"
+    );
+    let attr = quote!(dtype = [bf16], codec = [huffman, huffman]);
+    assert_eq!(error(attr, encode_frames(), None), "duplicate codec `huffman`");
+    let attr = quote!(dtype = [bf16], codec = [raw]);
+    assert_eq!(
+        error(attr, encode_frames(), None),
+        "unknown codec `raw`; expected one of: fixedlen, expwindow, expans, huffman"
+    );
+}
+
 #[test]
 fn filter_may_leave_nothing() {
     let attr = quote!(dtype = [f32], op = [sum]);
@@ -149,8 +208,8 @@ fn signature_errors_are_reported_together() {
         [
             "a kernel returns nothing: GPU entry points have no return value",
             "a kernel takes no lifetime parameters: its entry points could not name them",
-            "generic parameter `X` is bounded by none of `Warp`, `Elem`, `RedOp`: the entry points cannot \
-             choose a type for it",
+            "generic parameter `X` is bounded by none of `Warp`, `Elem` (or `Split`), `RedOp`, `SymbolCoder`: \
+             the entry points cannot choose a type for it",
             "the first parameter must be the warp, of type `W`",
             "kernel parameters must be plain identifiers (the entry points forward them by name); destructure \
              inside the body",

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use zipcoll_primitives::manifest::Vendor;
 
 /// [`Error::Cuda`] for a failed `call`, with the driver's error name and text.
-fn cuda_error(call: &'static str) -> impl FnOnce(DriverError) -> Error {
+pub(crate) fn cuda_error(call: &'static str) -> impl FnOnce(DriverError) -> Error {
     move |e| {
         let name = e
             .error_name()
@@ -170,6 +170,22 @@ impl CudaGpu {
     /// The loaded module's entry points.
     pub fn registry(&self) -> &Registry<Arc<CudaModule>> {
         &self.registry
+    }
+
+    /// The device's context (for allocations and events outside this crate, e.g. benchmarks).
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The stream every launch of this crate on the device runs on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Waits for the stream and reports any error it or a kernel met.
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize().map_err(cuda_error("cuStreamSynchronize"))?;
+        self.ctx.check_err().map_err(cuda_error("kernel execution"))
     }
 
     /// Uploads the launch's input buffers, allocates its zeroed output buffers, runs `f`, waits

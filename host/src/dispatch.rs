@@ -1,11 +1,14 @@
-//! From runtime (`DType`, `ReduceOp`) values to the concrete types the generic device code is
-//! instantiated with: one `match` over both enums, so adding a dtype or an op fails to compile
-//! here until it is handled.
+//! From runtime (`DType`, `ReduceOp`, `CodecId`) values to the concrete types the generic device
+//! code is instantiated with: one `match` per enum, so adding a dtype, an op or a codec fails to
+//! compile here until it is handled.
 //!
 //! ```text
 //! dispatch!(dtype, op, |T, O| sim::reduce_copy::<W, T, O>(a, b, nranks))
 //!   DType::Bf16 x ReduceOp::Sum  ->  { type T = Bf16; type O = Sum; sim::reduce_copy::<W, T, O>(..) }
 //!   ... 25 arms
+//! dispatch_dtype!(dtype, |T| max_encoded_len::<T>(n))
+//! dispatch_coder!(codec, |C| sim::encode_frames::<W, T, C>(..), raw => sim::encode_raw_frames::<W, T>(..))
+//!   CodecId::Huffman  ->  { type C = Huffman; sim::encode_frames::<W, T, C>(..) }
 //! ```
 
 /// Evaluates `$body` with type aliases `$T` (the [`zipcoll_device::dtype::Elem`] of `$dtype`)
@@ -49,7 +52,64 @@ macro_rules! dispatch {
     }};
 }
 
-pub(crate) use dispatch;
+/// Evaluates `$body` with the type alias `$T` (the [`zipcoll_device::dtype::Split`] of `$dtype`)
+/// in scope.
+macro_rules! dispatch_dtype {
+    ($dtype:expr, |$T:ident| $body:expr) => {{
+        use zipcoll_device::dtype::{self as dt, DType};
+        match $dtype {
+            DType::Bf16 => {
+                type $T = dt::Bf16;
+                $body
+            }
+            DType::F16 => {
+                type $T = dt::F16;
+                $body
+            }
+            DType::F32 => {
+                type $T = dt::F32;
+                $body
+            }
+            DType::F8E4M3 => {
+                type $T = dt::F8E4M3;
+                $body
+            }
+            DType::F8E5M2 => {
+                type $T = dt::F8E5M2;
+                $body
+            }
+        }
+    }};
+}
+
+/// Evaluates `$body` with the type alias `$C` (the [`zipcoll_device::codec::SymbolCoder`] of
+/// `$codec`) in scope, or `$raw` for [`zipcoll_device::codec::CodecId::Raw`], which has none.
+macro_rules! dispatch_coder {
+    ($codec:expr, |$C:ident| $body:expr, raw => $raw:expr) => {{
+        use zipcoll_device::codec::{self as cd, CodecId};
+        match $codec {
+            CodecId::Raw => $raw,
+            CodecId::FixedLen => {
+                type $C = cd::FixedLen;
+                $body
+            }
+            CodecId::ExpWindow => {
+                type $C = cd::ExpWindow;
+                $body
+            }
+            CodecId::ExpAns => {
+                type $C = cd::ExpAns;
+                $body
+            }
+            CodecId::Huffman => {
+                type $C = cd::Huffman;
+                $body
+            }
+        }
+    }};
+}
+
+pub(crate) use {dispatch, dispatch_coder, dispatch_dtype};
 
 /// Element bytes (little-endian) to storage words.
 pub(crate) fn words_from_le<B: zipcoll_targets::Word>(bytes: &[u8]) -> Vec<B> {

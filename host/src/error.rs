@@ -6,12 +6,16 @@
 //! | `BackendUnavailable`   | the driver/runtime library or a usable device is missing           |
 //! | `Cuda`                 | a CUDA driver call failed (including a kernel fault at synchronize) |
 //! | `Hip`                  | a HIP runtime call failed (`code` is its `hipError_t`)             |
-//! | `KernelNotBuilt`       | the manifest has no entry point for (kernel, dtype, op, vendor), or the embedded module lacks its symbol |
+//! | `KernelNotBuilt`       | the manifest has no entry point for (kernel, dtype, op, codec, vendor), or the embedded module lacks its symbol |
 //! | `KernelsNotBuilt`      | no GPU module was embedded at build time                          |
 //! | `InvalidArgument`      | an argument the kernel cannot take (lengths, counts, ranks)       |
 //! | `Sim`                  | the CPU simulator rejected or aborted a launch                    |
+//! | `Frame`                | a frame was rejected by the frame codec (which frame, which [`FrameError`]) |
+//! | `Stream`               | a stream's frames do not fit together (element counts, offsets, lengths) |
 
+use zipcoll_device::codec::CodecId;
 use zipcoll_device::dtype::DType;
+use zipcoll_device::frame::FrameError;
 use zipcoll_device::reduce::ReduceOp;
 use zipcoll_primitives::manifest::Vendor;
 
@@ -46,7 +50,7 @@ pub enum Error {
         message: String,
     },
     /// No entry point exists for this kernel instance.
-    #[error("kernel {kernel} has no entry point for dtype {dtype:?}, op {op:?} on {vendor:?}")]
+    #[error("kernel {kernel} has no entry point for dtype {dtype:?}, op {op:?}, codec {codec:?} on {vendor:?}")]
     KernelNotBuilt {
         /// The kernel fn's name (`Kernel::NAME`).
         kernel: &'static str,
@@ -54,6 +58,8 @@ pub enum Error {
         dtype: Option<DType>,
         /// The requested op (`None` for kernels without one).
         op: Option<ReduceOp>,
+        /// The requested codec (`None` for kernels without one).
+        codec: Option<CodecId>,
         /// The vendor whose module was searched.
         vendor: Vendor,
     },
@@ -69,6 +75,22 @@ pub enum Error {
     /// The CPU simulator failed.
     #[error("simulator: {0}")]
     Sim(String),
+    /// The frame codec rejected a frame (while encoding it, or decoding it).
+    #[error("frame {frame}: {error}")]
+    Frame {
+        /// The frame's index in its stream.
+        frame: usize,
+        /// Why.
+        error: FrameError,
+    },
+    /// A stream of frames is inconsistent as a whole, though its frames may be fine each.
+    #[error("frame {frame} of the stream: {reason}")]
+    Stream {
+        /// The index of the frame where the inconsistency shows.
+        frame: usize,
+        /// What does not fit.
+        reason: String,
+    },
 }
 
 /// `Result` with this crate's [`Error`].

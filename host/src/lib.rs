@@ -4,6 +4,7 @@
 //! | module          | what it holds                                                     |
 //! |-----------------|-------------------------------------------------------------------|
 //! | [`backend`]     | [`Backend`]: where kernels run, and [`Backend::detect`]           |
+//! | [`codec`]       | [`codec::encode`], [`codec::decode`], [`codec::decode_stream`]: data <-> frames on any backend |
 //! | [`ops`]         | [`reduce_copy`], [`warp_all_reduce`] on raw element bytes         |
 //! | [`reference`](mod@reference) | scalar host references every backend must match bit for bit       |
 //! | [`registry`]    | entry-point lookup by marker type + dtype + op via the manifest   |
@@ -23,6 +24,7 @@
 //! ```
 
 pub mod backend;
+pub mod codec;
 pub mod cuda;
 mod dispatch;
 mod embedded;
@@ -35,13 +37,19 @@ pub mod registry;
 mod sim;
 pub mod testdata;
 
+/// The CUDA driver bindings this crate uses, for callers that hold device buffers of their own
+/// (e.g. [`codec::cuda::CudaCodec`]'s arguments, events for timing).
+pub use cudarc;
+
 pub use backend::Backend;
 pub use embedded::{AmdArch, NvArch};
 pub use error::{Error, Result};
 pub use ops::{reduce_copy, warp_all_reduce};
+pub use zipcoll_device::codec::CodecId;
 pub use zipcoll_device::dtype::DType;
+pub use zipcoll_device::frame::FrameError;
 pub use zipcoll_device::reduce::ReduceOp;
-pub use zipcoll_primitives::kernels::{ReduceCopy, WarpAllReduce};
+pub use zipcoll_primitives::kernels::{DecodeFrames, EncodeFrames, EncodeRawFrames, ReduceCopy, WarpAllReduce};
 pub use zipcoll_primitives::manifest::{Kernel, KernelDesc, Vendor};
 
 /// Whether GPU modules were embedded at build time (the GPU toolchain of `scripts/setup.sh` was

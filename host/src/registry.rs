@@ -1,11 +1,13 @@
-//! Kernel lookup by marker type, dtype and op: the manifest that `#[kernel]` generates names each
-//! entry point's symbol, and a [`Registry`] resolves it once per loaded module.
+//! Kernel lookup by marker type, dtype, op and codec: the manifest that `#[kernel]` generates
+//! names each entry point's symbol, and a [`Registry`] resolves it once per loaded module.
 //!
 //! ```text
 //! registry.function::<ReduceCopy>(Some(DType::Bf16), Some(ReduceOp::Sum))
 //!   -> ReduceCopy::find(Some(Bf16), Some(Sum), Vendor::Nvptx)   (the typed manifest)
 //!   -> KernelDesc { symbol, .. }                                  (never a formatted name)
 //!   -> module.load_function(symbol), cached by symbol
+//! registry.function_codec::<EncodeFrames>(Some(DType::Bf16), None, Some(CodecId::Huffman))
+//!   -> EncodeFrames::find_codec(Some(Bf16), None, Some(Huffman), Vendor::Nvptx) -> ...
 //! ```
 //!
 //! | outcome                                 | result                           |
@@ -18,6 +20,7 @@
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
+use zipcoll_device::codec::CodecId;
 use zipcoll_device::dtype::DType;
 use zipcoll_device::reduce::ReduceOp;
 use zipcoll_primitives::manifest::{Kernel, KernelDesc, Vendor};
@@ -32,16 +35,28 @@ pub trait KernelModule {
     fn load_function(&self, symbol: &'static str) -> Result<Option<Self::Function>>;
 }
 
-/// The manifest entry of kernel `K` for (`dtype`, `op`) on `vendor`.
+/// The manifest entry of kernel `K` for (`dtype`, `op`) on `vendor` (a kernel without a codec
+/// dimension).
 pub fn kernel_desc<K: Kernel>(
     dtype: Option<DType>,
     op: Option<ReduceOp>,
     vendor: Vendor,
 ) -> Result<&'static KernelDesc> {
-    K::find(dtype, op, vendor).ok_or(Error::KernelNotBuilt {
+    kernel_desc_codec::<K>(dtype, op, None, vendor)
+}
+
+/// The manifest entry of kernel `K` for (`dtype`, `op`, `codec`) on `vendor`.
+pub fn kernel_desc_codec<K: Kernel>(
+    dtype: Option<DType>,
+    op: Option<ReduceOp>,
+    codec: Option<CodecId>,
+    vendor: Vendor,
+) -> Result<&'static KernelDesc> {
+    K::find_codec(dtype, op, codec, vendor).ok_or(Error::KernelNotBuilt {
         kernel: K::NAME,
         dtype,
         op,
+        codec,
         vendor,
     })
 }
@@ -78,10 +93,21 @@ impl<M: KernelModule> Registry<M> {
         &self.module
     }
 
-    /// The entry point of kernel `K` for (`dtype`, `op`): the manifest's symbol, resolved in the
-    /// module on first use and cached.
+    /// The entry point of kernel `K` for (`dtype`, `op`) (a kernel without a codec dimension):
+    /// the manifest's symbol, resolved in the module on first use and cached.
     pub fn function<K: Kernel>(&self, dtype: Option<DType>, op: Option<ReduceOp>) -> Result<M::Function> {
-        let desc = kernel_desc::<K>(dtype, op, M::VENDOR)?;
+        self.function_codec::<K>(dtype, op, None)
+    }
+
+    /// The entry point of kernel `K` for (`dtype`, `op`, `codec`): the manifest's symbol,
+    /// resolved in the module on first use and cached.
+    pub fn function_codec<K: Kernel>(
+        &self,
+        dtype: Option<DType>,
+        op: Option<ReduceOp>,
+        codec: Option<CodecId>,
+    ) -> Result<M::Function> {
+        let desc = kernel_desc_codec::<K>(dtype, op, codec, M::VENDOR)?;
         // The map stays consistent even if a holder panicked: entries are inserted whole.
         let mut functions = self.functions.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(f) = functions.get(desc.symbol) {
@@ -91,6 +117,7 @@ impl<M: KernelModule> Registry<M> {
             kernel: K::NAME,
             dtype,
             op,
+            codec,
             vendor: M::VENDOR,
         })?;
         functions.insert(desc.symbol, f.clone());

@@ -5,16 +5,23 @@
 //! |-------------------|--------------------------------------------------------|
 //! | `reduce_copy`     | blocks of `4 * W` threads, at most 8 blocks, grid-stride |
 //! | `warp_all_reduce` | the same; every warp walks its groups of `W` elements  |
+//! | `encode_frames`, `encode_raw_frames`, `decode_frames` | one warp per frame: blocks of `4 * W` threads, at most 8 blocks, warp-stride over frames |
+//! | `decode_one_frame` | one warp, one frame (the exact [`FrameError`] of a frame a kernel rejected) |
 //!
 //! A panic inside a simulated kernel (a broken warp rule) and every simulator error come back as
 //! [`Error::Sim`]. Arguments are checked by the caller ([`crate::ops`]).
 
+use crate::codec::Slots;
 use crate::dispatch::{words_from_le, words_to_le};
 use crate::error::{Error, Result};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use zipcoll_device::dtype::Elem;
+use std::sync::Mutex;
+use zipcoll_device::codec::{self, LaneOut, SymbolCoder};
+use zipcoll_device::dtype::{Elem, Split};
+use zipcoll_device::frame::FrameError;
 use zipcoll_device::reduce::RedOp;
 use zipcoll_primitives::kernels;
+use zipcoll_primitives::kernels::codec::STATUS_WORDS;
 use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
 
 /// Most blocks a simulated launch uses (the grid-stride loops cover the rest).
@@ -22,8 +29,9 @@ const MAX_BLOCKS: u32 = 8;
 
 /// A raw pointer that simulated threads share.
 ///
-/// The kernels only use it for element accesses that no two threads make to the same index
-/// (each index belongs to one thread of the grid-stride loop), so sharing it races on nothing.
+/// The kernels only use it for accesses that no two threads make to the same location (each
+/// index belongs to one thread of the grid-stride loop; each frame's bytes to one warp, whose
+/// lanes write disjoint bytes), so sharing it races on nothing.
 struct SharedPtr<T>(*mut T);
 
 // SAFETY: see the type's docs: accesses through the pointer by different threads are to
@@ -93,4 +101,140 @@ pub(crate) fn warp_all_reduce<const W: u32, T: Elem, O: RedOp>(src: &[u8], nrank
         unsafe { kernels::warp_all_reduce::<SimWarp<W>, T, O>(w, ps.get(), pd.get(), n, nranks) }
     })?;
     Ok(words_to_le(&out))
+}
+
+/// The geometry for one warp per frame: [`config`] over `nframes` warps' worth of threads.
+fn frames_config<const W: u32>(nframes: usize) -> LaunchConfig {
+    config::<W>(nframes.saturating_mul(W as usize))
+}
+
+/// Which encoder [`encode_slots`] runs.
+type Encoder<const W: u32, B> = unsafe fn(SimWarp<W>, *const B, usize, usize, *mut u8, usize, *mut u32);
+
+/// Runs `encoder` over `data` (whole elements of `T`) cut into frames of `frame_elems`
+/// (`>= 1`) elements, into slots of `slot_bytes` bytes.
+fn encode_slots<const W: u32, T: Elem>(
+    data: &[u8],
+    frame_elems: usize,
+    slot_bytes: usize,
+    encoder: Encoder<W, T::Bits>,
+) -> Result<Slots> {
+    let input: Vec<T::Bits> = words_from_le(data);
+    let n = input.len();
+    let nframes = n.div_ceil(frame_elems);
+    let mut bytes = vec![0u8; nframes * slot_bytes];
+    let mut frame_bytes = vec![0u32; nframes];
+    let (pi, po, pl) = (
+        SharedPtr(input.as_ptr().cast_mut()),
+        SharedPtr(bytes.as_mut_ptr()),
+        SharedPtr(frame_bytes.as_mut_ptr()),
+    );
+    run::<W>(frames_config::<W>(nframes), |w| {
+        // SAFETY: `input` holds `n` elements, `bytes` `nframes * slot_bytes` bytes and
+        // `frame_bytes` `nframes` entries, all alive until `run` returns and not overlapping; the
+        // block size `4 * W` is whole warps; each frame's slot and entry are written by its own
+        // warp only (lanes write disjoint bytes through `LaneOut`).
+        unsafe { encoder(w, pi.get(), n, frame_elems, po.get(), slot_bytes, pl.get()) }
+    })?;
+    Ok(Slots { bytes, frame_bytes })
+}
+
+/// `encode_frames` with coder `C` on warps of `W` lanes (see [`encode_slots`]).
+pub(crate) fn encode_frames<const W: u32, T: Split, C: SymbolCoder>(
+    data: &[u8],
+    frame_elems: usize,
+    slot_bytes: usize,
+) -> Result<Slots> {
+    encode_slots::<W, T>(
+        data,
+        frame_elems,
+        slot_bytes,
+        kernels::encode_frames::<SimWarp<W>, T, C>,
+    )
+}
+
+/// `encode_raw_frames` on warps of `W` lanes (see [`encode_slots`]).
+pub(crate) fn encode_raw_frames<const W: u32, T: Elem>(
+    data: &[u8],
+    frame_elems: usize,
+    slot_bytes: usize,
+) -> Result<Slots> {
+    encode_slots::<W, T>(
+        data,
+        frame_elems,
+        slot_bytes,
+        kernels::encode_raw_frames::<SimWarp<W>, T>,
+    )
+}
+
+/// `decode_frames` on warps of `W` lanes: the `n` decoded elements' bytes and one status
+/// record per frame. The caller checked that every `(offset, len)` lies inside `frames` and
+/// that there is one of each per frame.
+pub(crate) fn decode_frames<const W: u32, T: Split>(
+    frames: &[u8],
+    offsets: &[u64],
+    lens: &[u32],
+    frame_elems: usize,
+    n: usize,
+) -> Result<(Vec<u8>, Vec<u32>)> {
+    let nframes = offsets.len().min(lens.len());
+    let mut out = vec![T::Bits::default(); n];
+    let mut status = vec![0u32; nframes * STATUS_WORDS];
+    let (pf, po, pl, pd, ps) = (
+        SharedPtr(frames.as_ptr().cast_mut()),
+        SharedPtr(offsets.as_ptr().cast_mut()),
+        SharedPtr(lens.as_ptr().cast_mut()),
+        SharedPtr(out.as_mut_ptr()),
+        SharedPtr(status.as_mut_ptr()),
+    );
+    run::<W>(frames_config::<W>(nframes), |w| {
+        // SAFETY: every frame's `(offset, len)` lies inside `frames` (the caller checked);
+        // `offsets` and `lens` hold `nframes` entries, `out` `n` elements and `status`
+        // `nframes * STATUS_WORDS` words, all alive until `run` returns; the outputs overlap
+        // nothing else; the block size `4 * W` is whole warps; each frame's elements and record
+        // are written by its own warp only.
+        unsafe {
+            kernels::decode_frames::<SimWarp<W>, T>(
+                w,
+                pf.get(),
+                po.get(),
+                pl.get(),
+                nframes,
+                pd.get(),
+                frame_elems,
+                n,
+                ps.get(),
+            )
+        }
+    })?;
+    Ok((words_to_le(&out), status))
+}
+
+/// Decodes the one frame `frame` with a single warp of `W` lanes into room for `capacity`
+/// elements: the frame codec's own result, with a `Corrupt` error's reason (which a status
+/// record cannot carry).
+pub(crate) fn decode_one_frame<const W: u32, T: Split>(
+    frame: &[u8],
+    capacity: usize,
+) -> Result<Result<usize, FrameError>> {
+    let mut out = vec![0u8; capacity * T::DTYPE.size_bytes()];
+    let (po, len) = (SharedPtr(out.as_mut_ptr()), out.len());
+    let result = Mutex::new(None);
+    run::<W>(LaunchConfig::new(1, W), |w| {
+        // SAFETY: `out` is valid for `len` bytes until `run` returns and only this launch's lanes
+        // write it, through `LaneOut` (disjoint bytes).
+        let dst = unsafe { LaneOut::from_raw(po.get(), len) };
+        let r = codec::decode_frame::<SimWarp<W>, T>(w, frame, dst);
+        if zipcoll_targets::Lanes::lane_id(w) == 0 {
+            // A poisoned lock only means another lane panicked; `run` reports that panic.
+            if let Ok(mut slot) = result.lock() {
+                *slot = Some(r);
+            }
+        }
+    })?;
+    result
+        .into_inner()
+        .ok()
+        .flatten()
+        .ok_or_else(|| Error::Sim("lane 0 of the decoding warp returned no result".into()))
 }

@@ -1,5 +1,8 @@
-//! Deterministic element data for tests, examples and benchmarks: mostly normal values of
-//! moderate magnitude, mixed with every kind of special value, from a seeded generator.
+//! Deterministic element data for tests, examples and benchmarks from a seeded generator:
+//! [`elements`] mixes mostly normal values of moderate magnitude with every kind of special
+//! value; [`normal`] draws N(0, 1) samples (what codec benchmarks compress).
+//!
+//! [`elements`]:
 //!
 //! | share  | kind                                                                     |
 //! |--------|--------------------------------------------------------------------------|
@@ -14,7 +17,8 @@
 //! assert!(a.iter().any(|&b| b != 0));
 //! ```
 
-use zipcoll_device::dtype::DType;
+use crate::dispatch::{dispatch_dtype, words_to_le};
+use zipcoll_device::dtype::{DType, Elem};
 
 /// SplitMix64: a small, seedable generator with good statistical quality.
 #[derive(Clone, Debug)]
@@ -131,4 +135,28 @@ pub fn elements(dtype: DType, n: usize, seed: u64) -> Vec<u8> {
     (0..n)
         .flat_map(|_| element(&f, &mut rng).to_le_bytes().into_iter().take(size))
         .collect()
+}
+
+/// `n` samples of N(0, 1) (Box-Muller over [`Rng`]) rounded to `dtype` (round to nearest even,
+/// as `Elem::from_f32`), as little-endian bytes; the same for the same `seed`.
+///
+/// ```
+/// use zipcoll_host::{testdata, DType};
+/// let x = testdata::normal(DType::F32, 10_000, 1);
+/// let v: Vec<f32> = x.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+/// let mean = v.iter().sum::<f32>() / v.len() as f32;
+/// assert!(mean.abs() < 0.05 && v.iter().all(|x| x.is_finite()));
+/// ```
+pub fn normal(dtype: DType, n: usize, seed: u64) -> Vec<u8> {
+    let mut rng = Rng::new(seed);
+    // A uniform value in (0, 1]: 53 random bits, never 0 (ln(0) is -inf).
+    let mut unit = move || ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+    let samples = (0..n.div_ceil(2)).flat_map(|_| {
+        let (r, theta) = ((-2.0 * unit().ln()).sqrt(), std::f64::consts::TAU * unit());
+        [(r * theta.cos()) as f32, (r * theta.sin()) as f32]
+    });
+    dispatch_dtype!(dtype, |T| {
+        let words: Vec<<T as Elem>::Bits> = samples.take(n).map(T::from_f32).collect();
+        words_to_le(&words)
+    })
 }

@@ -91,10 +91,11 @@ fn module_without_the_symbol_is_kernel_not_built() {
             kernel,
             dtype,
             op,
+            codec,
             vendor,
         }) => {
             assert_eq!(kernel, WarpAllReduce::NAME);
-            assert_eq!((dtype, op, vendor), (d.dtype, d.op, Vendor::Amdgpu));
+            assert_eq!((dtype, op, codec, vendor), (d.dtype, d.op, None, Vendor::Amdgpu));
         }
         other => panic!("expected KernelNotBuilt, got {other:?}"),
     }

@@ -1,8 +1,10 @@
 //! The kernels. Each is a generic function (called directly by tests on the simulator) whose
 //! `#[kernel]` attribute emits the GPU entry points and a marker type for the manifest.
 
+pub mod codec;
 mod reduce_copy;
 mod warp_all_reduce;
 
+pub use codec::{decode_frames, encode_frames, encode_raw_frames, DecodeFrames, EncodeFrames, EncodeRawFrames};
 pub use reduce_copy::{reduce_copy, ReduceCopy};
 pub use warp_all_reduce::{warp_all_reduce, WarpAllReduce};

@@ -1,0 +1,243 @@
+//! Tests of the `zipcoll` binary: small files written here, the binary run on them.
+//!
+//! | test                                   | file                                   | expects                                         |
+//! |----------------------------------------|----------------------------------------|-------------------------------------------------|
+//! | `bf16_normal_every_codec`              | 256 Ki N(0,1) bf16                     | exit 0, every codec's ratio line, sane ratios, the picks: raw on NVLink, a codec on NET |
+//! | `f32_file_one_codec`                   | 64 Ki N(0,1) f32                       | exit 0, only the fixedlen line                  |
+//! | `fp8_files`                            | 100 001 fp8 e4m3 and e5m2 (odd count)  | exit 0, ratio lines                             |
+//! | `safetensors_two_dtypes`               | BF16 + F32 + I32 tensors               | both float tensors with their dtypes, the I32 one skipped with a note; `--dtype` filters |
+//! | `auto_codec_checks_realized_size`      | N(0,1) bf16                            | the NET pick encoded and accepted               |
+//! | `errors_exit_nonzero_with_a_message`   | missing file, odd length, unknown codec, unknown dtype, no --dtype, a bad safetensors file | exit != 0 and the message |
+//! | `gpu_flag_runs_on_cuda_or_is_a_clear_error` | --gpu                             | with a CUDA GPU: exit 0 on `cuda:0`; without: exit 2 and the message |
+
+use safetensors::tensor::TensorView;
+use safetensors::Dtype;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use zipcoll_device::dtype::{Bf16, Elem, F32, F8E4M3, F8E5M2};
+
+/// A directory removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("zipcoll-cli-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `n` N(0,1) samples (splitmix64 + Box-Muller).
+fn normal(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed;
+    let mut next = move || {
+        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    };
+    (0..n)
+        .map(|_| {
+            let (u1, u2) = (next(), next());
+            ((-2.0 * (1.0 - u1).ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()) as f32
+        })
+        .collect()
+}
+
+/// The little-endian bytes of `xs` rounded to `T`.
+fn bytes_of<T: Elem>(xs: &[f32]) -> Vec<u8> {
+    use zipcoll_targets::Word;
+    let size = T::DTYPE.size_bytes();
+    xs.iter()
+        .flat_map(|&x| T::from_f32(x).to_bits64().to_le_bytes().into_iter().take(size))
+        .collect()
+}
+
+/// Runs `zipcoll inspect` with `args`.
+fn inspect(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zipcoll"))
+        .arg("inspect")
+        .args(args)
+        .output()
+        .expect("run zipcoll")
+}
+
+/// stdout and stderr of `out`, for messages.
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The `ratio` of the first line of `stdout` that starts (indented) with `label`.
+fn ratio_of(stdout: &str, label: &str) -> Option<f64> {
+    stdout
+        .lines()
+        .filter(|l| l.split_whitespace().next() == Some(label))
+        .find_map(|l| l.split("ratio ").nth(1)?.split_whitespace().next()?.parse().ok())
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Asserts `out` exited 0 and returns its stdout.
+fn success(out: &Output) -> String {
+    let (o, e) = text(out);
+    assert_eq!(out.status.code(), Some(0), "stdout:\n{o}\nstderr:\n{e}");
+    o
+}
+
+#[test]
+fn bf16_normal_every_codec() {
+    let dir = TempDir::new("bf16");
+    let file = dir.path("normal.bf16");
+    std::fs::write(&file, bytes_of::<Bf16>(&normal(1 << 18, 1))).unwrap();
+    let out = success(&inspect(&[s(&file), "--dtype", "bf16", "--frame-elems", "16384"]));
+    let entropy = ratio_of(&out, "entropy").expect("entropy line");
+    assert!((0.63..0.68).contains(&entropy), "{out}");
+    for codec in ["raw", "fixedlen", "expwindow", "expans", "huffman"] {
+        let r = ratio_of(&out, codec).unwrap_or_else(|| panic!("no {codec} line:\n{out}"));
+        assert!(r >= entropy && r < 1.01, "{codec} ratio {r}:\n{out}");
+    }
+    assert!(ratio_of(&out, "expans").unwrap() < 0.75, "{out}");
+    assert!(ratio_of(&out, "raw").unwrap() > 1.0, "RAW frames carry headers:\n{out}");
+    assert_eq!(out.matches("round trip ok").count(), 5, "{out}");
+    assert!(
+        out.lines().any(|l| l.trim_start().starts_with("nvlink    pick raw")),
+        "{out}"
+    );
+    let net = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("net"))
+        .expect("net line");
+    assert!(!net.contains("pick raw"), "{out}");
+}
+
+#[test]
+fn f32_file_one_codec() {
+    let dir = TempDir::new("f32");
+    let file = dir.path("grads.f32");
+    std::fs::write(&file, bytes_of::<F32>(&normal(1 << 16, 2))).unwrap();
+    let out = success(&inspect(&[s(&file), "--dtype", "f32", "--codec", "fixedlen"]));
+    let r = ratio_of(&out, "fixedlen").expect("fixedlen line");
+    // 24 raw bits + a few exponent bits per 32
+    assert!((0.8..1.0).contains(&r), "{out}");
+    assert!(ratio_of(&out, "expans").is_none(), "only the codec given:\n{out}");
+}
+
+#[test]
+fn fp8_files() {
+    let dir = TempDir::new("fp8");
+    let xs = normal(100_001, 3);
+    for (dtype, bytes) in [("f8e4m3", bytes_of::<F8E4M3>(&xs)), ("f8e5m2", bytes_of::<F8E5M2>(&xs))] {
+        let file = dir.path(&format!("act.{dtype}"));
+        std::fs::write(&file, bytes).unwrap();
+        let out = success(&inspect(&[s(&file), "--dtype", dtype, "--codec", "expwindow"]));
+        assert!(out.contains(&format!("{dtype}, 100001 elements")), "{out}");
+        let r = ratio_of(&out, "expwindow").expect("expwindow line");
+        assert!((0.5..1.01).contains(&r), "{out}");
+    }
+}
+
+#[test]
+fn safetensors_two_dtypes() {
+    let dir = TempDir::new("st");
+    let file = dir.path("model.safetensors");
+    let a = bytes_of::<Bf16>(&normal(64 * 1024, 4));
+    let b = bytes_of::<F32>(&normal(128 * 256, 5));
+    let c = vec![7u8; 4 * 100];
+    let tensors = [
+        ("layer.a", TensorView::new(Dtype::BF16, vec![64, 1024], &a).unwrap()),
+        ("layer.b", TensorView::new(Dtype::F32, vec![128, 256], &b).unwrap()),
+        ("steps", TensorView::new(Dtype::I32, vec![100], &c).unwrap()),
+    ];
+    std::fs::write(&file, safetensors::serialize(tensors, None).unwrap()).unwrap();
+
+    let out = inspect(&[s(&file), "--codec", "expwindow"]);
+    let stdout = success(&out);
+    let (_, stderr) = text(&out);
+    assert!(stdout.contains("tensor layer.a: bf16, 65536 elements"), "{stdout}");
+    assert!(stdout.contains("tensor layer.b: f32, 32768 elements"), "{stdout}");
+    assert!(stdout.contains("all tensors:"), "{stdout}");
+    assert!(stderr.contains("note: skipping steps"), "{stderr}");
+    assert_eq!(
+        stdout.matches("expwindow ratio").count(),
+        3,
+        "two tensors and the total:\n{stdout}"
+    );
+
+    let out = success(&inspect(&[s(&file), "--codec", "raw", "--dtype", "f32"]));
+    assert!(
+        out.contains("tensor layer.b") && !out.contains("tensor layer.a"),
+        "{out}"
+    );
+}
+
+#[test]
+fn auto_codec_checks_realized_size() {
+    let dir = TempDir::new("auto");
+    let file = dir.path("normal.bf16");
+    std::fs::write(&file, bytes_of::<Bf16>(&normal(1 << 17, 6))).unwrap();
+    let out = success(&inspect(&[s(&file), "--dtype", "bf16", "--codec", "auto"]));
+    let net = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("net"))
+        .expect("net line");
+    assert!(net.contains("accepted"), "{out}");
+    // raw (the NVLink pick) and the NET pick, nothing else
+    assert_eq!(out.matches("round trip ok").count(), 2, "{out}");
+}
+
+#[test]
+fn errors_exit_nonzero_with_a_message() {
+    let dir = TempDir::new("err");
+    let odd = dir.path("odd.bf16");
+    std::fs::write(&odd, [1u8, 2, 3]).unwrap();
+    let bad_st = dir.path("bad.safetensors");
+    std::fs::write(&bad_st, b"not a safetensors file").unwrap();
+    let missing = dir.path("missing.bf16");
+    let cases: [(Vec<&str>, &str); 6] = [
+        (vec![s(&missing), "--dtype", "bf16"], "cannot read"),
+        (vec![s(&odd), "--dtype", "bf16"], "not a whole number of bf16 elements"),
+        (
+            vec![s(&odd), "--dtype", "f8e4m3", "--codec", "zstd"],
+            "unknown codec \"zstd\"",
+        ),
+        (vec![s(&odd), "--dtype", "bf17"], "unknown dtype \"bf17\""),
+        (vec![s(&odd)], "--dtype is required"),
+        (vec![s(&bad_st)], "not a valid safetensors file"),
+    ];
+    for (args, message) in cases {
+        let out = inspect(&args);
+        let (_, stderr) = text(&out);
+        assert_ne!(out.status.code(), Some(0), "{args:?}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn gpu_flag_runs_on_cuda_or_is_a_clear_error() {
+    let dir = TempDir::new("gpu");
+    let file = dir.path("x.bf16");
+    std::fs::write(&file, bytes_of::<Bf16>(&normal(4096, 7))).unwrap();
+    let out = inspect(&[s(&file), "--dtype", "bf16", "--gpu", "--codec", "fixedlen"]);
+    if (zipcoll::Backend::Cuda { ordinal: 0 }).prepare().is_ok() {
+        assert!(success(&out).contains("on cuda:0"));
+    } else {
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("--gpu needs a usable CUDA GPU"), "{stderr}");
+    }
+}

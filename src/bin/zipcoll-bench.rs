@@ -1,0 +1,760 @@
+//! `zipcoll-bench`: GPU benchmarks and GPU-vs-simulator checks of the frame codec.
+//!
+//! | command      | what it does                                                                  | exit status |
+//! |--------------|-------------------------------------------------------------------------------|-------------|
+//! | `codec`      | per (data, dtype, codec incl. RAW, frame size): encode and decode timed with CUDA events on device-resident buffers (median of `--repeats` after `--warmup`), compression ratio, a device-to-device memcpy of the same size as the ceiling, round trip checked bit for bit after timing; a markdown table on stdout, CSV with `--out` | 1 on any failure or mismatch |
+//! | `crosscheck` | per (size, dtype, data kind, codec): encode on the GPU and on the simulator, frames byte for byte equal; GPU frames decoded on the simulator and simulator frames on the GPU, both bit for bit the data | 1 on any difference |
+//!
+//! Both need a CUDA device and exit with status 2 (saying why) without one: there is no
+//! fallback to the simulator.
+//!
+//! ```sh
+//! zipcoll-bench codec --sizes 1M,16M,256M,1G --dtype bf16,f16,f32,f8e4m3 --data normal --out results.csv
+//! zipcoll-bench codec --data file:weights.bin --dtype bf16          # one raw little-endian tensor
+//! zipcoll-bench codec --files /tmp/tensors                          # every NAME_<dtype>.bin in a folder
+//! zipcoll-bench crosscheck --sizes 4M,12345
+//! ```
+//!
+//! GB/s are uncompressed bytes over the median time (1 GB = 10^9 bytes); the ratio is the
+//! frames' bytes (headers included) over the data's. Sizes take K, M and G suffixes (binary:
+//! `1M` = 2^20 bytes) and are rounded down to whole elements.
+
+use clap::{Args, Parser, Subcommand};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+use zipcoll::codec::cuda::CudaCodec;
+use zipcoll::codec::{self, check_decode_status, pack_slots, slot_bytes, Encoded};
+use zipcoll::cudarc::driver::sys::CUevent_flags;
+use zipcoll::cudarc::driver::CudaSlice;
+use zipcoll::{testdata, Backend, CodecId, DType, Error};
+
+#[derive(Parser)]
+#[command(about = "GPU benchmarks and GPU-vs-simulator checks of zipcoll's frame codec")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Times encode and decode of every codec on a CUDA GPU.
+    Codec(CodecArgs),
+    /// Checks GPU frames against simulator frames, and decoding across the two.
+    Crosscheck(CrossArgs),
+}
+
+#[derive(Args)]
+struct CodecArgs {
+    /// Data sizes in bytes (K, M, G suffixes), for generated data and files alike (a file is
+    /// read up to the size); ignored with --files.
+    #[arg(long, value_delimiter = ',', default_value = "1M,16M,256M,1G")]
+    sizes: Vec<String>,
+    /// Dtypes: bf16, f16, f32, f8e4m3, f8e5m2 or all [default: bf16,f16,f32,f8e4m3; with
+    /// --files: the dtype in each file's name].
+    #[arg(long, value_delimiter = ',')]
+    dtype: Option<Vec<String>>,
+    /// The data: `normal` (N(0,1) rounded to the dtype, seeded) or `file:PATH` (raw
+    /// little-endian elements of each --dtype).
+    #[arg(long, default_value = "normal")]
+    data: String,
+    /// A folder of raw little-endian tensors named `NAME_<dtype>.bin`, each benchmarked whole
+    /// with the dtype of its name (instead of --data and --sizes).
+    #[arg(long)]
+    files: Option<PathBuf>,
+    /// Codecs: raw, fixedlen, expwindow, expans, huffman or all.
+    #[arg(long, value_delimiter = ',', default_value = "all")]
+    codec: Vec<String>,
+    /// Elements per frame (one warp per frame); several values sweep.
+    #[arg(long, value_delimiter = ',', default_value = "8192")]
+    frame_elems: Vec<usize>,
+    /// Timed runs per measurement (the median is reported).
+    #[arg(long, default_value_t = 20)]
+    repeats: usize,
+    /// Untimed runs before the timed ones.
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    /// Write the results as CSV here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Seed of the generated data.
+    #[arg(long, default_value_t = 0x5eed)]
+    seed: u64,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+}
+
+#[derive(Args)]
+struct CrossArgs {
+    /// Data sizes in bytes (K, M, G suffixes); the simulator side takes a few seconds per MiB.
+    #[arg(long, value_delimiter = ',', default_value = "4M,12345")]
+    sizes: Vec<String>,
+    /// Dtypes: bf16, f16, f32, f8e4m3, f8e5m2 or all.
+    #[arg(long, value_delimiter = ',', default_value = "all")]
+    dtype: Vec<String>,
+    /// Codecs: raw, fixedlen, expwindow, expans, huffman or all.
+    #[arg(long, value_delimiter = ',', default_value = "all")]
+    codec: Vec<String>,
+    /// Elements per frame.
+    #[arg(long, default_value_t = 8192)]
+    frame_elems: usize,
+    /// Seed of the generated data.
+    #[arg(long, default_value_t = 0x5eed)]
+    seed: u64,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+}
+
+/// A failure of the tool: what to print, and the exit status.
+struct Fail(String, u8);
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Self {
+        Fail(e.to_string(), 1)
+    }
+}
+
+type Res<T> = Result<T, Fail>;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Codec(args) => run_codec(&args),
+        Command::Crosscheck(args) => run_crosscheck(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Fail(message, status)) => {
+            eprintln!("zipcoll-bench: {message}");
+            ExitCode::from(status)
+        }
+    }
+}
+
+/// `1M` -> 2^20 and so on.
+fn parse_size(s: &str) -> Res<usize> {
+    let t = s.trim().to_ascii_uppercase();
+    let t = t.trim_end_matches("IB").trim_end_matches('B');
+    let (digits, shift) = match t.chars().last() {
+        Some('K') => (&t[..t.len() - 1], 10),
+        Some('M') => (&t[..t.len() - 1], 20),
+        Some('G') => (&t[..t.len() - 1], 30),
+        _ => (t, 0),
+    };
+    digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|v| v.checked_mul(1 << shift))
+        .ok_or_else(|| Fail(format!("bad size {s:?} (examples: 4096, 64K, 1M, 1G)"), 2))
+}
+
+fn dtype_name(d: DType) -> &'static str {
+    match d {
+        DType::Bf16 => "bf16",
+        DType::F16 => "f16",
+        DType::F32 => "f32",
+        DType::F8E4M3 => "f8e4m3",
+        DType::F8E5M2 => "f8e5m2",
+    }
+}
+
+fn parse_dtypes(names: &[String]) -> Res<Vec<DType>> {
+    let mut out = Vec::new();
+    for name in names {
+        match name.trim() {
+            "all" => out.extend(DType::ALL),
+            n => out.push(
+                DType::ALL
+                    .into_iter()
+                    .find(|d| dtype_name(*d) == n)
+                    .ok_or_else(|| Fail(format!("unknown dtype {n:?} (bf16, f16, f32, f8e4m3, f8e5m2, all)"), 2))?,
+            ),
+        }
+    }
+    out.dedup();
+    Ok(out)
+}
+
+fn codec_name(c: Option<CodecId>) -> &'static str {
+    c.map_or("raw", CodecId::name)
+}
+
+/// `None` is RAW.
+fn parse_codecs(names: &[String]) -> Res<Vec<Option<CodecId>>> {
+    let all: Vec<Option<CodecId>> = CodecId::ALL
+        .into_iter()
+        .map(|c| (c != CodecId::Raw).then_some(c))
+        .collect();
+    let mut out = Vec::new();
+    for name in names {
+        match name.trim() {
+            "all" => out.extend(&all),
+            n => out.push(*all.iter().find(|c| codec_name(**c) == n).ok_or_else(|| {
+                Fail(
+                    format!("unknown codec {n:?} (raw, fixedlen, expwindow, expans, huffman, all)"),
+                    2,
+                )
+            })?),
+        }
+    }
+    out.dedup();
+    Ok(out)
+}
+
+/// `n` N(0,1) elements of `dtype`, generated in parallel in chunks (each seeded from `seed` and
+/// its index, so the data does not depend on the number of threads).
+fn normal_data(dtype: DType, n: usize, seed: u64) -> Vec<u8> {
+    const CHUNK: usize = 1 << 20;
+    let size = dtype.size_bytes();
+    let mut out = vec![0u8; n * size];
+    let threads = std::thread::available_parallelism().map_or(4, |t| t.get());
+    let chunks: Vec<(usize, &mut [u8])> = out.chunks_mut(CHUNK * size).enumerate().collect();
+    let per_thread = chunks.len().div_ceil(threads).max(1);
+    let mut chunks = chunks.into_iter();
+    std::thread::scope(|s| loop {
+        let batch: Vec<(usize, &mut [u8])> = chunks.by_ref().take(per_thread).collect();
+        if batch.is_empty() {
+            break;
+        }
+        s.spawn(move || {
+            for (i, dst) in batch {
+                let chunk_seed = seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                dst.copy_from_slice(&testdata::normal(dtype, dst.len() / size, chunk_seed));
+            }
+        });
+    });
+    out
+}
+
+/// Up to `limit` bytes of `path`, rounded down to whole `dtype` elements.
+fn read_elements(path: &Path, dtype: DType, limit: Option<usize>) -> Res<Vec<u8>> {
+    let mut bytes = std::fs::read(path).map_err(|e| Fail(format!("reading {}: {e}", path.display()), 2))?;
+    let keep = limit.unwrap_or(bytes.len()).min(bytes.len());
+    bytes.truncate(keep - keep % dtype.size_bytes());
+    Ok(bytes)
+}
+
+/// One input of the `codec` benchmark.
+struct Input {
+    label: String,
+    dtype: DType,
+    data: Vec<u8>,
+}
+
+/// Makes one input when called (inputs are made one at a time: generated data is large).
+type MakeInput = Box<dyn Fn() -> Res<Input>>;
+
+/// The inputs `args` name.
+fn inputs(args: &CodecArgs) -> Res<Vec<MakeInput>> {
+    let mut makers: Vec<MakeInput> = Vec::new();
+    if let Some(dir) = &args.files {
+        let filter = args.dtype.as_deref().map(parse_dtypes).transpose()?;
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| Fail(format!("reading {}: {e}", dir.display()), 2))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "bin"))
+            .collect();
+        paths.sort();
+        for path in paths {
+            let stem = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let dtype = DType::ALL
+                .into_iter()
+                .find(|d| stem.ends_with(&format!("_{}", dtype_name(*d))));
+            let Some(dtype) = dtype else {
+                eprintln!("skipping {}: its name does not end in _<dtype>", path.display());
+                continue;
+            };
+            if filter.as_ref().is_some_and(|f| !f.contains(&dtype)) {
+                continue;
+            }
+            makers.push(Box::new(move || {
+                Ok(Input {
+                    label: stem.clone(),
+                    dtype,
+                    data: read_elements(&path, dtype, None)?,
+                })
+            }));
+        }
+        if makers.is_empty() {
+            return Err(Fail(format!("no NAME_<dtype>.bin files in {}", dir.display()), 2));
+        }
+        return Ok(makers);
+    }
+    let dtypes = match &args.dtype {
+        Some(names) => parse_dtypes(names)?,
+        None => vec![DType::Bf16, DType::F16, DType::F32, DType::F8E4M3],
+    };
+    let sizes = args.sizes.iter().map(|s| parse_size(s)).collect::<Res<Vec<_>>>()?;
+    let file = match args.data.as_str() {
+        "normal" => None,
+        d => {
+            Some(PathBuf::from(d.strip_prefix("file:").ok_or_else(|| {
+                Fail(format!("bad --data {d:?} (normal or file:PATH)"), 2)
+            })?))
+        }
+    };
+    for dtype in dtypes {
+        for &size in &sizes {
+            let (file, seed) = (file.clone(), args.seed);
+            makers.push(Box::new(move || {
+                let (label, data) = match &file {
+                    None => (
+                        "normal".to_string(),
+                        normal_data(dtype, size / dtype.size_bytes(), seed),
+                    ),
+                    Some(path) => (
+                        path.file_name()
+                            .map_or("file".into(), |f| f.to_string_lossy().into_owned()),
+                        read_elements(path, dtype, Some(size))?,
+                    ),
+                };
+                Ok(Input { label, dtype, data })
+            }));
+        }
+    }
+    Ok(makers)
+}
+
+/// One row of the `codec` results.
+struct Row {
+    data: String,
+    dtype: DType,
+    codec: Option<CodecId>,
+    bytes: usize,
+    frame_elems: usize,
+    frames: usize,
+    ratio: f64,
+    encode_ms: f64,
+    decode_ms: f64,
+    memcpy_ms: f64,
+    /// `ok`, or what went wrong.
+    check: String,
+}
+
+impl Row {
+    fn gbs(&self, ms: f64) -> f64 {
+        if ms > 0.0 {
+            self.bytes as f64 / (ms * 1e-3) / 1e9
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The median of `v` (0 for none).
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// The median time in ms of `launch` (`warmup` untimed runs first), each run between two CUDA
+/// events on the codec's stream; waits for the device and reports kernel errors at the end.
+fn time_ms(codec: &CudaCodec, warmup: usize, repeats: usize, mut launch: impl FnMut() -> Res<()>) -> Res<f64> {
+    let stream = codec.gpu().stream();
+    let event_error = |e: zipcoll::cudarc::driver::DriverError| Fail(format!("CUDA event: {e:?}"), 1);
+    for _ in 0..warmup {
+        launch()?;
+    }
+    codec.synchronize()?;
+    let mut times = Vec::with_capacity(repeats);
+    for _ in 0..repeats.max(1) {
+        let start = stream
+            .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(event_error)?;
+        launch()?;
+        let end = stream
+            .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(event_error)?;
+        times.push(f64::from(start.elapsed_ms(&end).map_err(event_error)?));
+    }
+    codec.synchronize()?;
+    Ok(median(&mut times))
+}
+
+/// Device buffers of one (input, frame size) case.
+struct Case<'a> {
+    codec: &'a CudaCodec,
+    input: &'a CudaSlice<u8>,
+    dtype: DType,
+    n: usize,
+    frame_elems: usize,
+}
+
+/// A CUDA driver error as a failure.
+fn driver(call: &'static str) -> impl Fn(zipcoll::cudarc::driver::DriverError) -> Fail {
+    move |e| Fail(format!("{call}: {e:?}"), 1)
+}
+
+/// Times one codec on one case; returns (encode ms, decode ms, the frames) after checking the
+/// round trip against `data`.
+fn bench_codec(case: &Case<'_>, codec: Option<CodecId>, data: &[u8], args: &CodecArgs) -> Res<(f64, f64, Encoded)> {
+    let Case {
+        codec: cc,
+        input,
+        dtype,
+        n,
+        frame_elems,
+    } = *case;
+    let stream = cc.gpu().stream();
+    let slot = slot_bytes(dtype, frame_elems)?;
+    let nframes = n.div_ceil(frame_elems);
+    let mut slots = stream
+        .alloc_zeros::<u8>(nframes * slot)
+        .map_err(driver("cuMemAlloc (slots)"))?;
+    let mut lens = stream.alloc_zeros::<u32>(nframes).map_err(driver("cuMemAlloc"))?;
+    let encode_ms = time_ms(cc, args.warmup, args.repeats, || {
+        Ok(cc.launch_encode(dtype, codec, input, n, frame_elems, &mut slots, slot, &mut lens)?)
+    })?;
+    let host_lens = stream.clone_dtoh(&lens).map_err(driver("cuMemcpyDtoH"))?;
+    let host_slots = stream.clone_dtoh(&slots).map_err(driver("cuMemcpyDtoH"))?;
+    let enc = pack_slots(dtype, codec, n, frame_elems, slot, &host_slots, &host_lens)?;
+    drop(host_slots);
+    // Decode straight from the slots: frame g at g * slot.
+    let offsets: Vec<u64> = (0..nframes as u64).map(|g| g * slot as u64).collect();
+    let index = cc.upload_index(&offsets, &host_lens, slots.len())?;
+    let mut out = stream
+        .alloc_zeros::<u8>(data.len())
+        .map_err(driver("cuMemAlloc (output)"))?;
+    let mut status = stream
+        .alloc_zeros::<u32>(nframes * 4)
+        .map_err(driver("cuMemAlloc (status)"))?;
+    let decode_ms = time_ms(cc, args.warmup, args.repeats, || {
+        Ok(cc.launch_decode(dtype, &slots, &index, &mut out, frame_elems, n, &mut status)?)
+    })?;
+    let host_status = stream.clone_dtoh(&status).map_err(driver("cuMemcpyDtoH"))?;
+    check_decode_status(&enc, &host_status)?;
+    let decoded = stream.clone_dtoh(&out).map_err(driver("cuMemcpyDtoH"))?;
+    if let Some(i) = decoded.iter().zip(data).position(|(a, b)| a != b) {
+        let elem = i / dtype.size_bytes();
+        return Err(Fail(
+            format!("round trip differs first at element {elem} (byte {i})"),
+            1,
+        ));
+    }
+    Ok((encode_ms, decode_ms, enc))
+}
+
+/// The median time of a device-to-device copy of `input`.
+fn bench_memcpy(cc: &CudaCodec, input: &CudaSlice<u8>, args: &CodecArgs) -> Res<f64> {
+    let stream = cc.gpu().stream();
+    let mut dst = stream.alloc_zeros::<u8>(input.len()).map_err(driver("cuMemAlloc"))?;
+    time_ms(cc, args.warmup, args.repeats, || {
+        stream.memcpy_dtod(input, &mut dst).map_err(driver("cuMemcpyDtoD"))
+    })
+}
+
+fn run_codec(args: &CodecArgs) -> Res<()> {
+    let codecs = parse_codecs(&args.codec)?;
+    if args.frame_elems.is_empty() {
+        return Err(Fail("--frame-elems lists nothing".into(), 2));
+    }
+    let makers = inputs(args)?;
+    let cc = CudaCodec::new(args.device).map_err(|e| Fail(format!("codec needs a CUDA GPU: {e}"), 2))?;
+    eprintln!("device {}: {:?}", args.device, cc.gpu());
+    let mut rows = Vec::new();
+    for make in makers {
+        let Input { label, dtype, data } = make()?;
+        let n = data.len() / dtype.size_bytes();
+        if n == 0 {
+            eprintln!("skipping {label} {}: no elements", dtype_name(dtype));
+            continue;
+        }
+        let input = cc.gpu().stream().clone_htod(&data).map_err(driver("cuMemcpyHtoD"))?;
+        let memcpy_ms = bench_memcpy(&cc, &input, args)?;
+        for &frame_elems in &args.frame_elems {
+            let case = Case {
+                codec: &cc,
+                input: &input,
+                dtype,
+                n,
+                frame_elems,
+            };
+            for &codec in &codecs {
+                let mut row = Row {
+                    data: label.clone(),
+                    dtype,
+                    codec,
+                    bytes: data.len(),
+                    frame_elems,
+                    frames: n.div_ceil(frame_elems.max(1)),
+                    ratio: 0.0,
+                    encode_ms: 0.0,
+                    decode_ms: 0.0,
+                    memcpy_ms,
+                    check: "ok".into(),
+                };
+                match bench_codec(&case, codec, &data, args) {
+                    Ok((e, d, enc)) => (row.encode_ms, row.decode_ms, row.ratio) = (e, d, enc.ratio()),
+                    Err(Fail(message, _)) => row.check = format!("FAILED: {message}"),
+                }
+                eprintln!(
+                    "{:<14} {:<7} {:<9} {:>11} B  frame {:>6}  ratio {:.4}  encode {:>8.2} GB/s  decode {:>8.2} GB/s  memcpy {:>8.2} GB/s  {}",
+                    row.data,
+                    dtype_name(dtype),
+                    codec_name(codec),
+                    row.bytes,
+                    frame_elems,
+                    row.ratio,
+                    row.gbs(row.encode_ms),
+                    row.gbs(row.decode_ms),
+                    row.gbs(row.memcpy_ms),
+                    row.check
+                );
+                rows.push(row);
+            }
+        }
+    }
+    print!("{}", markdown(&rows));
+    if let Some(path) = &args.out {
+        std::fs::write(path, csv(&rows)).map_err(|e| Fail(format!("writing {}: {e}", path.display()), 1))?;
+        eprintln!("wrote {}", path.display());
+    }
+    let failed = rows.iter().filter(|r| r.check != "ok").count();
+    if failed > 0 {
+        return Err(Fail(format!("{failed} of {} cases failed", rows.len()), 1));
+    }
+    Ok(())
+}
+
+/// The results as a markdown table.
+fn markdown(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "| data | dtype | codec | bytes | frame elems | frames | ratio | encode GB/s | decode GB/s | encode ms | decode ms | memcpy GB/s | check |\n\
+         |------|-------|-------|------:|------------:|-------:|------:|------------:|------------:|----------:|----------:|------------:|-------|\n",
+    );
+    for r in rows {
+        // Writing to a String cannot fail.
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {:.4} | {:.2} | {:.2} | {:.4} | {:.4} | {:.2} | {} |",
+            r.data,
+            dtype_name(r.dtype),
+            codec_name(r.codec),
+            r.bytes,
+            r.frame_elems,
+            r.frames,
+            r.ratio,
+            r.gbs(r.encode_ms),
+            r.gbs(r.decode_ms),
+            r.encode_ms,
+            r.decode_ms,
+            r.gbs(r.memcpy_ms),
+            r.check
+        );
+    }
+    s
+}
+
+/// The results as CSV.
+fn csv(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "data,dtype,codec,bytes,frame_elems,frames,ratio,encode_gbps,decode_gbps,encode_ms,decode_ms,memcpy_gbps,memcpy_ms,check\n",
+    );
+    for r in rows {
+        // Writing to a String cannot fail.
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{:.6},{:.3},{:.3},{:.6},{:.6},{:.3},{:.6},\"{}\"",
+            r.data,
+            dtype_name(r.dtype),
+            codec_name(r.codec),
+            r.bytes,
+            r.frame_elems,
+            r.frames,
+            r.ratio,
+            r.gbs(r.encode_ms),
+            r.gbs(r.decode_ms),
+            r.encode_ms,
+            r.decode_ms,
+            r.gbs(r.memcpy_ms),
+            r.memcpy_ms,
+            r.check.replace('"', "'")
+        );
+    }
+    s
+}
+
+/// Where two encodings first differ, in words.
+fn first_difference(gpu: &Encoded, sim: &Encoded) -> String {
+    if gpu.frame_lens != sim.frame_lens {
+        let g = gpu.frame_lens.iter().zip(&sim.frame_lens).position(|(a, b)| a != b);
+        return match g {
+            Some(g) => format!(
+                "frame {g} is {} bytes on the GPU, {} on the simulator",
+                gpu.frame_lens[g], sim.frame_lens[g]
+            ),
+            None => format!(
+                "{} frames on the GPU, {} on the simulator",
+                gpu.nframes(),
+                sim.nframes()
+            ),
+        };
+    }
+    match gpu.bytes.iter().zip(&sim.bytes).position(|(a, b)| a != b) {
+        Some(i) => {
+            let g = gpu.frame_offsets.iter().rposition(|&o| o <= i as u64).unwrap_or(0);
+            format!(
+                "frame {g} differs at byte {} (GPU {:#04x}, simulator {:#04x})",
+                i as u64 - gpu.frame_offsets.get(g).copied().unwrap_or(0),
+                gpu.bytes[i],
+                sim.bytes[i]
+            )
+        }
+        None => "the streams differ in length or layout".into(),
+    }
+}
+
+/// One crosscheck combination; `Err` says what differs.
+fn crosscheck_one(gpu: Backend, dtype: DType, codec: Option<CodecId>, data: &[u8], frame_elems: usize) -> Res<String> {
+    let t = Instant::now();
+    let on_gpu =
+        codec::encode(gpu, dtype, codec, data, frame_elems).map_err(|e| Fail(format!("GPU encode: {e}"), 1))?;
+    let on_sim = codec::encode(Backend::Sim, dtype, codec, data, frame_elems)
+        .map_err(|e| Fail(format!("simulator encode: {e}"), 1))?;
+    if on_gpu != on_sim {
+        return Err(Fail(
+            format!(
+                "GPU and simulator frames differ: {}",
+                first_difference(&on_gpu, &on_sim)
+            ),
+            1,
+        ));
+    }
+    let gpu_to_sim = codec::decode_stream(Backend::Sim, dtype, &on_gpu.bytes)
+        .map_err(|e| Fail(format!("GPU frames on the simulator: {e}"), 1))?;
+    if gpu_to_sim != data {
+        return Err(Fail(
+            "GPU frames decoded on the simulator differ from the data".into(),
+            1,
+        ));
+    }
+    let sim_to_gpu = codec::decode_stream(gpu, dtype, &on_sim.bytes)
+        .map_err(|e| Fail(format!("simulator frames on the GPU: {e}"), 1))?;
+    if sim_to_gpu != data {
+        return Err(Fail(
+            "simulator frames decoded on the GPU differ from the data".into(),
+            1,
+        ));
+    }
+    Ok(format!(
+        "{} frames, ratio {:.4}, GPU == sim bytes, GPU->sim ok, sim->GPU ok ({:.1} s)",
+        on_gpu.nframes(),
+        on_gpu.ratio(),
+        t.elapsed().as_secs_f64()
+    ))
+}
+
+fn run_crosscheck(args: &CrossArgs) -> Res<()> {
+    let dtypes = parse_dtypes(&args.dtype)?;
+    let codecs = parse_codecs(&args.codec)?;
+    let sizes = args.sizes.iter().map(|s| parse_size(s)).collect::<Res<Vec<_>>>()?;
+    let gpu = Backend::Cuda { ordinal: args.device };
+    gpu.prepare()
+        .map_err(|e| Fail(format!("crosscheck needs a CUDA GPU: {e}"), 2))?;
+    let (mut total, mut failed) = (0, 0);
+    for &size in &sizes {
+        for &dtype in &dtypes {
+            let n = size / dtype.size_bytes();
+            // N(0,1) compresses (the coders' paths); the special values test escapes and RAW.
+            let kinds = [
+                ("normal", testdata::normal(dtype, n, args.seed)),
+                ("specials", testdata::elements(dtype, n, args.seed)),
+            ];
+            for (kind, data) in &kinds {
+                for &codec in &codecs {
+                    total += 1;
+                    let line = crosscheck_one(gpu, dtype, codec, data, args.frame_elems);
+                    let (verdict, text) = match line {
+                        Ok(text) => ("ok  ", text),
+                        Err(Fail(text, _)) => {
+                            failed += 1;
+                            ("FAIL", text)
+                        }
+                    };
+                    println!(
+                        "{verdict} {:<7} {:<9} {:<8} {:>9} B: {text}",
+                        dtype_name(dtype),
+                        codec_name(codec),
+                        kind,
+                        data.len()
+                    );
+                }
+            }
+        }
+    }
+    println!("{} passed, {failed} failed", total - failed);
+    if failed > 0 {
+        return Err(Fail(format!("{failed} of {total} combinations differ"), 1));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_binary_suffixes() {
+        let size = |s| parse_size(s).ok();
+        assert_eq!(size("4096"), Some(4096));
+        assert_eq!(size("64K"), Some(64 << 10));
+        assert_eq!(size("1m"), Some(1 << 20));
+        assert_eq!(size("1G"), Some(1 << 30));
+        assert_eq!(size("16MiB"), Some(16 << 20));
+        assert_eq!(size("2GB"), Some(2 << 30));
+        assert_eq!(size("1Q"), None);
+        assert_eq!(size(""), None);
+    }
+
+    #[test]
+    fn names_parse() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(parse_codecs(&names(&["all"])).ok().map(|c| c.len()), Some(5));
+        assert_eq!(
+            parse_codecs(&names(&["raw", "huffman"])).ok(),
+            Some(vec![None, Some(CodecId::Huffman)])
+        );
+        assert!(parse_codecs(&names(&["zstd"])).is_err());
+        assert_eq!(parse_dtypes(&names(&["all"])).ok(), Some(DType::ALL.to_vec()));
+        assert_eq!(parse_dtypes(&names(&["f8e4m3"])).ok(), Some(vec![DType::F8E4M3]));
+        assert!(parse_dtypes(&names(&["fp8"])).is_err());
+    }
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(&mut []), 0.0);
+    }
+
+    #[test]
+    fn generated_data_is_seeded_per_chunk() {
+        let a = normal_data(DType::Bf16, 3 << 20, 9);
+        assert_eq!(a.len(), 6 << 20);
+        assert_eq!(&a[..2 << 20], &testdata::normal(DType::Bf16, 1 << 20, 9)[..]);
+    }
+
+    #[test]
+    fn first_difference_names_the_frame() {
+        let data = testdata::elements(DType::F32, 3000, 1);
+        let a = codec::encode(Backend::Sim, DType::F32, None, &data, 1000).unwrap_or_else(|e| panic!("{e}"));
+        let mut b = a.clone();
+        let at = b.frame_offsets[2] as usize + 40;
+        b.bytes[at] ^= 1;
+        let want = format!(
+            "frame 2 differs at byte 40 (GPU {:#04x}, simulator {:#04x})",
+            b.bytes[at], a.bytes[at]
+        );
+        assert_eq!(first_difference(&b, &a), want);
+    }
+}

@@ -1,0 +1,62 @@
+//! `zipcoll`: command-line tools over zipcoll's codecs.
+//!
+//! | command   | what it does                                                                      | exit status |
+//! |-----------|-----------------------------------------------------------------------------------|-------------|
+//! | `inspect` | per tensor of a file: each codec's ratio, round trip checked bit for bit, the order-0 exponent entropy bound, and the codec the arbitration picks for NVLink and for the network | 0 all round trips equal; 1 one differs; 2 any error |
+//!
+//! ```sh
+//! zipcoll inspect weights.bin --dtype bf16                  # raw little-endian bf16
+//! zipcoll inspect model.safetensors                         # every float tensor, its own dtype
+//! zipcoll inspect model.safetensors --dtype bf16 --codec expans --gpu
+//! zipcoll inspect grads.bin --dtype f32 --codec auto --frame-elems 16384
+//! ```
+//!
+//! A file whose name ends in `.safetensors` is read as safetensors: every tensor of dtype
+//! BF16, F16, F32, F8_E4M3 or F8_E5M2 is inspected with its own dtype (others are skipped with a
+//! note on stderr), and `--dtype`, if given, keeps only the tensors of that dtype. Any other file
+//! is one tensor of raw little-endian elements of `--dtype` (then required).
+//!
+//! `--codec`: one of `raw`, `fixedlen`, `expwindow`, `expans`, `huffman`; `auto` encodes only
+//! what the arbitration picks (and checks the realized size with `Choice::accept_realized`);
+//! without it every codec. Frames are encoded on the CPU simulator, or with `--gpu` on CUDA
+//! device 0 (an error, exit status 2, when there is none).
+
+#[path = "zipcoll/input.rs"]
+mod input;
+#[path = "zipcoll/inspect.rs"]
+mod inspect;
+
+use clap::{Parser, Subcommand};
+use inspect::InspectArgs;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "zipcoll", about = "Command-line tools over zipcoll's codecs")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Compression ratios, round trips, entropy bound and arbitration for the tensors of a file.
+    Inspect(InspectArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Inspect(args) => inspect::run(&args),
+    };
+    match result {
+        Ok(inspect::Outcome::AllEqual) => ExitCode::SUCCESS,
+        Ok(inspect::Outcome::Mismatch) => {
+            eprintln!("error: a round trip did not give back the data bit for bit");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
