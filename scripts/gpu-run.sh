@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs zipcoll's GPU checks and benchmarks on a machine with an NVIDIA GPU, from binaries built
-# elsewhere (the GPU machine has no Rust): `bash scripts/gpu-pack.sh` on the build machine puts
-# them in .gpu/, then this script runs there. Logs go to $OUT/logs.tgz (default ./gpu-out).
+# elsewhere (the GPU machine has no Rust): `bash scripts/gpu-pack.sh` on the build machine packs
+# them into .gpu/bin.tgz, then this script runs there. Logs go to $OUT/logs.tgz (default ./gpu-out).
 #
 # | step        | what                                                                        |
 # |-------------|-----------------------------------------------------------------------------|
 # | example     | reduce_copy + warp_all_reduce, every dtype x op, GPU vs simulator bit for bit |
 # | sanitizer   | the same, small, under compute-sanitizer memcheck                           |
+# | sanitizer_codec | the codec crosscheck, small, under compute-sanitizer memcheck           |
 # | crosscheck  | every dtype x codec: GPU frames == sim frames; GPU<->sim decode              |
 # | tensors     | a small GPT trained a few steps: weights, gradients, activations            |
 # | bench       | zipcoll-bench codec on N(0,1) and the tensors; nvCOMP ANS/Bitcomp on the same |
@@ -15,34 +16,37 @@ set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 LOGS=$OUT/logs
 mkdir -p "$LOGS"
-STEPS=${*:-example sanitizer crosscheck tensors bench inspect}
+STEPS=${*:-example sanitizer crosscheck sanitizer_codec tensors bench inspect}   # a subset may be named
+# Each step runs under `timeout ${STEP_TIMEOUT:-240}` seconds.
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 T=/tmp/zipcoll-tensors
 status=0
 run() { # name, command...: runs it, logs to $OUT/<name>.log, remembers failures
   local name=$1; shift
   echo "=== $name: $*" | tee -a "$OUT/summary.log"
-  "$@" >"$LOGS/$name.log" 2>&1
+  timeout "${STEP_TIMEOUT:-240}" "$@" >"$LOGS/$name.log" 2>&1
   local rc=$?
   tail -n 40 "$LOGS/$name.log"
   echo "=== $name: exit $rc" | tee -a "$OUT/summary.log"
   [ $rc -eq 0 ] || status=1
 }
+tar -xzf .gpu/bin.tgz -C .gpu
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/summary.log"
 for step in $STEPS; do
   case $step in
-    example) run example .gpu/reduce_copy --backend cuda ;;
-    sanitizer) run sanitizer compute-sanitizer --tool memcheck --error-exitcode 3 .gpu/reduce_copy --backend cuda --large 4096 ;;
-    crosscheck) run crosscheck .gpu/zipcoll-bench crosscheck ;;
+    example) run example .gpu/bin/reduce_copy --backend cuda ;;
+    sanitizer) run sanitizer compute-sanitizer --tool memcheck --error-exitcode 3 .gpu/bin/reduce_copy --backend cuda --large 4096 ;;
+    crosscheck) run crosscheck .gpu/bin/zipcoll-bench crosscheck ;;
+    sanitizer_codec) run sanitizer_codec compute-sanitizer --tool memcheck --error-exitcode 3 .gpu/bin/zipcoll-bench crosscheck --sizes 70000 ;;
     tensors) mkdir -p $T && run tensors python3 benches/gpu/make_tensors.py $T ;;
     bench)
       python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
-      run bench_normal .gpu/zipcoll-bench codec --sizes 1M,16M,256M,1G --dtype bf16,f16,f32,f8e4m3 --out "$LOGS/bench_normal.csv"
-      run bench_tensors .gpu/zipcoll-bench codec --files $T --out "$LOGS/bench_tensors.csv"
+      run bench_normal .gpu/bin/zipcoll-bench codec --sizes "${BENCH_SIZES:-1M,16M,256M,1G}" --dtype bf16,f16,f32,f8e4m3 --out "$LOGS/bench_normal.csv"
+      run bench_tensors .gpu/bin/zipcoll-bench codec --files $T --out "$LOGS/bench_tensors.csv"
       run nvcomp python3 benches/gpu/nvcomp_baseline.py $T ;;
     inspect)
       for f in normal_bf16:bf16 weights_bf16:bf16 grads_f32:f32 acts_bf16:bf16 weights_f16:f16 weights_f8e4m3:f8e4m3 grads_f8e5m2:f8e5m2; do
-        echo "--- ${f%%:*}"; .gpu/zipcoll inspect $T/${f%%:*}.bin --dtype ${f##*:} --gpu
+        echo "--- ${f%%:*}"; .gpu/bin/zipcoll inspect $T/${f%%:*}.bin --dtype ${f##*:} --gpu
       done >"$LOGS/inspect.log" 2>&1; tail -n 80 "$LOGS/inspect.log" ;;
   esac
 done
