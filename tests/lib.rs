@@ -7,16 +7,35 @@
 //! | [`ptxas_resources`]      | `ptxas --verbose` output    | one line per entry: registers, spills, smem |
 //! | [`amd_kernel_summary`]   | `llvm-readelf --notes`      | target + one line per kernel's resources |
 
-/// Drops what churns without a code change: comments, `.loc`/`.file` lines, blank lines and
-/// trailing whitespace.
-pub fn normalize_ptx_line(line: &str) -> Option<&str> {
+/// Drops what churns without a code change: comments, `.loc`/`.file` lines, blank lines,
+/// trailing whitespace, and the crate hashes inside mangled Rust symbols (they depend on the
+/// checkout's path).
+pub fn normalize_ptx_line(line: &str) -> Option<String> {
     let code = line.split("//").next().unwrap_or("").trim_end();
     let t = code.trim_start();
     if t.is_empty() || t.starts_with(".loc") || t.starts_with(".file") {
         None
     } else {
-        Some(code)
+        Some(strip_crate_hashes(code))
     }
+}
+
+/// Removes the crate disambiguators of v0-mangled symbols: `Cs<base62>_<len><name>` becomes
+/// `Cs_<len><name>`.
+pub fn strip_crate_hashes(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code;
+    while let Some(at) = rest.find("Cs") {
+        out.push_str(&rest[..at + 2]);
+        rest = &rest[at + 2..];
+        let hash_len = rest.bytes().take_while(u8::is_ascii_alphanumeric).count();
+        let tail = &rest[hash_len..];
+        if hash_len > 0 && tail.starts_with('_') && tail[1..].starts_with(|c: char| c.is_ascii_digit()) {
+            rest = tail;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Splits a PTX module into its entry points: (name, normalized text from `.entry` to the
@@ -26,6 +45,7 @@ pub fn ptx_entries(ptx: &str) -> (Vec<(String, String)>, String) {
     let mut rest = String::new();
     let mut current: Option<(String, String)> = None;
     for line in ptx.lines().filter_map(normalize_ptx_line) {
+        let line = line.as_str();
         if let Some(pos) = line.find(".entry ") {
             let name = line[pos + 7..].split(['(', ' ']).next().unwrap_or("").to_string();
             current = Some((name, String::new()));
@@ -120,6 +140,15 @@ pub fn amd_kernel_summary(notes: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn crate_hashes_are_stripped_from_mangled_symbols() {
+        assert_eq!(
+            strip_crate_hashes("[_RINvNtNtCs72CWimvPg0N_14zipcoll_device5codec_param_4];"),
+            "[_RINvNtNtCs_14zipcoll_device5codec_param_4];"
+        );
+        assert_eq!(strip_crate_hashes("mov.b32 %r1, Cs; CsX_y"), "mov.b32 %r1, Cs; CsX_y");
+    }
 
     #[test]
     fn ptx_entries_split_and_drop_churn() {

@@ -6,8 +6,8 @@
 //! | step | what                                                                 | cost                |
 //! |------|----------------------------------------------------------------------|---------------------|
 //! | 1    | gates: batch below [`Policy::min_batch_bytes`]; no codec in [`Policy::available`]; no available codec can win even if its coded section were empty ([`lower_bound_bytes`]) | constant time |
-//! | 2    | [`Sample::of`]: at most [`SAMPLE_MAX_BYTES`] in strided chunks; histogram of exponent symbols and FixedLen widths | <= 64 KiB read |
-//! | 3    | [`predict()`]: each codec's bytes, frames included                      | a few thousand ops  |
+//! | 2    | [`Sample::of`]: at most [`SAMPLE_MAX_BYTES`] in strided chunks; histograms of exponent symbols (the batch's and per region) and FixedLen widths | <= 64 KiB read |
+//! | 3    | [`predict()`]: each codec's bytes, frames included, per group of regions | up to 16 groups: tens of us on a host |
 //! | 4    | admissible: fits the capacity and is [`Policy::min_gain`] faster than RAW; the fastest is the [`Choice`] | constant |
 //! | 5    | the caller encodes it; [`Choice::accept_realized`] checks the real size still wins, else RAW | one compare |
 //!
@@ -31,25 +31,35 @@
 //! | [`NVLINK`] `B_eff` | 327 GB/s | measured: NCCL 2.28.9 all_reduce, bf16, 1 GiB, busbw, 2x H200 NV18, 2026-11-30 (`shared/baselines/nccl_bw.py`; peer copies reached 394 GB/s) |
 //! | [`NET`] `B_eff` | 4.6 GB/s | measured: NCCL send/recv of 1 GiB over the socket transport on loopback between the two GPUs of one host, same run (5.3 GB/s on another machine) |
 //! | latencies | 3 us, 20 us | placeholders |
-//! | `l_enc`, `l_dec` | 1 / (470, 229 GB/s) ExpAns, Huffman; 1 / (383, 149 GB/s) FixedLen, ExpWindow | placeholders: nvCOMP 6 ANS and Bitcomp on bf16 N(0,1), 256 MiB, one H200, same day, standing in for zipcoll's codecs |
+//! | `l_enc`, `l_dec` | 1 / (127, 123 GB/s) FixedLen; 1 / (99, 125) ExpWindow; 1 / (55, 103) ExpAns; 1 / (38, 107) Huffman | measured 2026-11-30 on one H200 with `zipcoll-bench codec --sizes 256M --dtype bf16` (BENCHMARKS.md): bf16 N(0,1), 256 MiB, frames of 8192 elements, median of 20 runs after 3 warm-up runs, GB/s of uncompressed bytes (f32 runs faster per byte: see [`model`]) |
 //! | `a_c` | 2 us | placeholder |
 //!
-//! Calibration replaces the placeholders: `zipcoll-bench codec` measures each codec's encode and
-//! decode GB/s (per uncompressed byte) on the H200, and `l_enc = 1 / enc_bandwidth`,
-//! `l_dec = 1 / dec_bandwidth` ([`CodecCost::from_gbps`]); `a_c` is the time of a batch of one
-//! frame minus its bandwidth term; `B_eff` is the link's measured bus bandwidth (NVLink
-//! ~350-390 GB/s busbw on 2x H200 NV18 with a good NCCL setting, the network's socket transport
-//! ~5-10 GB/s). A [`TransportModel`] is plain data: build one from measured numbers.
+//! How the constants are calibrated: `zipcoll-bench codec` measures each codec's encode and
+//! decode GB/s (per uncompressed byte) on the GPU, and `l_enc = 1 / enc_bandwidth`,
+//! `l_dec = 1 / dec_bandwidth` ([`CodecCost::from_gbps`]); `a_c` would be the time of a batch of
+//! one frame minus its bandwidth term (not measured yet); `B_eff` is the link's measured bus
+//! bandwidth (NVLink ~350-390 GB/s busbw on 2x H200 NV18 with a good NCCL setting, the network's
+//! socket transport ~5-10 GB/s). A [`TransportModel`] is plain data: build one from measured
+//! numbers. With these, NVLink (327 GB/s) is faster than any codec's encode alone, so the gate
+//! answers RAW there; the network (4.6 GB/s) is 8 to 25 times slower than the codecs, so the
+//! bytes saved decide, and a faster codec may beat a smaller one (on N(0,1) bf16 ExpWindow,
+//! 6% larger than ExpAns but 1.8 times as fast to encode, is predicted 0.7% faster).
 //!
 //! # Predictions
 //!
 //! Each codec's size is predicted from the sample with that codec's own rule ([`mod@predict`]'s
-//! table): FixedLen from the sampled sub-block widths, ExpWindow with ExpWindow's window choice
-//! on the sampled histogram, ExpAns from the cross-entropy under ExpAns's normalized table plus
-//! its table and states, Huffman from a length-limited Huffman code of the histogram; every split
-//! codec also pays the raw plane and a 32-byte header per frame. The order-0 entropy is
-//! [`entropy_bits_q16`]. On N(0,1) bf16 the predictions are within a few percent of the realized
-//! sizes (tested in `device/tests/arbitrate.rs`).
+//! table): FixedLen from the sampled sub-block widths, ExpWindow with the encoder's own window
+//! choice ([`crate::codec::exp_window::choose_window`], one function for both) on the sampled
+//! histogram, ExpAns from the cross-entropy under ExpAns's normalized table plus its table and
+//! states, Huffman from a length-limited Huffman code of the histogram; every split codec also
+//! pays the raw plane and a 32-byte header per frame. As the codecs fit a window or table to
+//! each frame, the histogram rules apply per group of the sample's regions that share a frame,
+//! and the groups are averaged ([`mod@predict`]): a batch whose parts differ in scale (a model's
+//! layers) is predicted per part, not from the mixture. The order-0 entropy is
+//! [`entropy_bits_q16`]. `device/tests/arbitrate.rs` holds the predictions to the realized sizes:
+//! ExpWindow within 3% on N(0,1) bf16 and on fp8 e4m3 and e5m2, ExpWindow, ExpAns and Huffman
+//! within 3% on two-scale tensors and on a GPT-like parameter tensor (the shape of the H200
+//! runs' `weights_bf16`, where one histogram of the batch predicted 8% too large).
 
 pub mod entropy;
 pub mod model;
@@ -59,7 +69,7 @@ pub mod sample;
 pub use self::entropy::{entropy_bits_q16, log2_q16, Q16_ONE};
 pub use self::model::{CodecCost, TransportModel, CODECS, NET, NVLINK};
 pub use self::predict::{lower_bound_bytes, predict, Predictions};
-pub use self::sample::{Sample, CHUNK_WORDS, SAMPLE_MAX_BYTES};
+pub use self::sample::{Sample, CHUNK_WORDS, REGIONS, SAMPLE_MAX_BYTES};
 
 use crate::codec::CodecId;
 use crate::dtype::Split;

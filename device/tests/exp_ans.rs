@@ -17,59 +17,17 @@
 //! Every round trip encodes on both widths (the bytes must be identical) and decodes the
 //! section on both widths, so frames cross warp widths both ways.
 
-use std::cell::UnsafeCell;
+mod common;
+
+use common::{one_warp, Rng, SharedBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 use zipcoll_device::codec::exp_ans::{PROB_BITS, STREAMS};
-use zipcoll_device::codec::{CodecId, Coded, ExpAns, LaneOut, OutOfSpace, SymbolCoder};
+use zipcoll_device::codec::{CodecId, Coded, ExpAns, OutOfSpace, SymbolCoder};
 use zipcoll_device::frame::{FrameError, HEADER_BYTES};
-use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
+use zipcoll_targets::sim::{launch, LaunchConfig};
 use zipcoll_targets::{Grid, Lanes};
-
-/// A byte buffer the simulated lanes write through a `LaneOut` (disjoint bytes per lane).
-struct SharedBuf(UnsafeCell<Box<[u8]>>);
-
-// SAFETY: lanes write only through `LaneOut` (disjoint writes, its contract); the simulator runs
-// a block's lanes on one OS thread, and the buffer is read only after `launch` returns.
-unsafe impl Sync for SharedBuf {}
-
-impl SharedBuf {
-    fn new(len: usize, fill: u8) -> Self {
-        SharedBuf(UnsafeCell::new(vec![fill; len].into_boxed_slice()))
-    }
-    fn out(&self) -> LaneOut<'_> {
-        // SAFETY: the box lives as long as `self`; it is written through `LaneOut` only.
-        unsafe {
-            let b = &mut *self.0.get();
-            LaneOut::from_raw(b.as_mut_ptr(), b.len())
-        }
-    }
-    fn into_vec(self) -> Vec<u8> {
-        self.0.into_inner().into_vec()
-    }
-}
-
-/// splitmix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// A standard normal sample (Box-Muller).
-    fn normal(&mut self) -> f64 {
-        let (u1, u2) = (self.unit(), self.unit());
-        (-2.0 * (1.0 - u1).ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-    }
-}
 
 /// The exponent symbols of `n` N(0,1) samples rounded to bf16.
 fn bf16_normal_exponents(n: usize, seed: u64) -> Vec<u8> {
@@ -85,22 +43,6 @@ fn geometric(n: usize, seed: u64) -> Vec<u8> {
     (0..n)
         .map(|_| (rng.next_u64() | 1 << 63).trailing_zeros().min(255) as u8)
         .collect()
-}
-
-/// Runs `f` on every lane of one warp of `W` lanes; returns lane 0's result after checking that
-/// every lane returned the same.
-fn one_warp<const W: u32, R: Clone + PartialEq + std::fmt::Debug + Send>(f: impl Fn(SimWarp<W>) -> R + Sync) -> R {
-    let results: Mutex<Vec<Option<R>>> = Mutex::new(vec![None; W as usize]);
-    launch::<W>(LaunchConfig::new(1, W), |w| {
-        let r = f(w);
-        results.lock().unwrap()[w.lane_id() as usize] = Some(r);
-    })
-    .unwrap();
-    let results = results.into_inner().unwrap();
-    for (lane, r) in results.iter().enumerate() {
-        assert_eq!(r, &results[0], "lane {lane} disagrees with lane 0");
-    }
-    results[0].clone().unwrap()
 }
 
 /// Encodes `syms` on one `W`-lane warp into a buffer of `cap` bytes (0xEE-filled): the whole

@@ -13,11 +13,13 @@
 //! | `corrupt_*`                  | each rejection reason, with its offset                                |
 //! | `normal_bf16_exponents`      | prints the coded bytes per symbol on N(0,1) bf16 exponents            |
 
-use std::cell::UnsafeCell;
+mod common;
+
+use common::{Rng, SharedBuf};
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
-use zipcoll_device::codec::{Coded, Huffman, LaneOut, OutOfSpace, SymbolCoder};
+use zipcoll_device::codec::{Coded, Huffman, OutOfSpace, SymbolCoder};
 use zipcoll_device::dtype::{Bf16, Elem, Split};
 use zipcoll_device::frame::FrameError;
 use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
@@ -25,54 +27,6 @@ use zipcoll_targets::{Grid, Lanes};
 
 // ---------------------------------------------------------------------------------------------
 // Plumbing
-
-/// splitmix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in `0..n`.
-    fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-    /// Uniform in `(0, 1]`.
-    fn unit(&mut self) -> f64 {
-        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
-    }
-    /// A standard normal sample (Box-Muller).
-    fn normal(&mut self) -> f64 {
-        (-2.0 * self.unit().ln()).sqrt() * (2.0 * std::f64::consts::PI * self.unit()).cos()
-    }
-}
-
-/// A byte buffer every simulated lane writes through a `LaneOut`.
-struct SharedBuf(UnsafeCell<Box<[u8]>>);
-
-// SAFETY: lanes write disjoint bytes through `LaneOut` only; the lanes of a block run on one OS
-// thread; the bytes are read after `launch` returns.
-unsafe impl Sync for SharedBuf {}
-
-impl SharedBuf {
-    fn new(len: usize) -> Self {
-        SharedBuf(UnsafeCell::new(vec![0xA5; len].into_boxed_slice()))
-    }
-    fn out(&self) -> LaneOut<'_> {
-        // SAFETY: the box lives as long as `self`; writes go through `LaneOut` only.
-        unsafe {
-            let b = &mut *self.0.get();
-            LaneOut::from_raw(b.as_mut_ptr(), b.len())
-        }
-    }
-    fn into_vec(self) -> Vec<u8> {
-        self.0.into_inner().into_vec()
-    }
-}
 
 /// Runs `f(w, &items[i])` on warp `i` of a launch (one warp per block, so blocks spread over
 /// the host's threads); returns each warp's result after checking that all its lanes agree.
@@ -130,7 +84,7 @@ type Encoded = Result<(Coded, Vec<u8>), OutOfSpace>;
 
 /// Encodes case `i` on a `W`-lane warp into a buffer of `capacities[i]` bytes.
 fn encode_all<const W: u32>(cases: &[Case], capacities: &[usize]) -> Vec<Encoded> {
-    let bufs: Vec<SharedBuf> = capacities.iter().map(|&c| SharedBuf::new(c)).collect();
+    let bufs: Vec<SharedBuf> = capacities.iter().map(|&c| SharedBuf::new(c, 0xA5)).collect();
     let items: Vec<(&Case, &SharedBuf)> = cases.iter().zip(&bufs).collect();
     let results = per_warp::<W, _, _>(&items, |w, (c, buf)| {
         Huffman::encode(w, c.syms.len(), c.symbol_bits, |i| c.syms[i], buf.out())

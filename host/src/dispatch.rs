@@ -7,8 +7,8 @@
 //!   DType::Bf16 x ReduceOp::Sum  ->  { type T = Bf16; type O = Sum; sim::reduce_copy::<W, T, O>(..) }
 //!   ... 25 arms
 //! dispatch_dtype!(dtype, |T| max_encoded_len::<T>(n))
-//! dispatch_coder!(codec, |C| sim::encode_frames::<W, T, C>(..), raw => sim::encode_raw_frames::<W, T>(..))
-//!   CodecId::Huffman  ->  { type C = Huffman; sim::encode_frames::<W, T, C>(..) }
+//! dispatch_coder!(codec, |C| kernels::encode_frames::<SimWarp<W>, T, C>, raw => kernels::encode_raw_frames::<..>)
+//!   CodecId::Huffman  ->  { type C = Huffman; kernels::encode_frames::<SimWarp<W>, T, C> }
 //! ```
 
 /// Evaluates `$body` with type aliases `$T` (the [`zipcoll_device::dtype::Elem`] of `$dtype`)

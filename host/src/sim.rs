@@ -12,11 +12,11 @@
 //! [`Error::Sim`]. Arguments are checked by the caller ([`crate::ops`]).
 
 use crate::codec::Slots;
-use crate::dispatch::{words_from_le, words_to_le};
+use crate::dispatch::{dispatch_coder, words_from_le, words_to_le};
 use crate::error::{Error, Result};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
-use zipcoll_device::codec::{self, LaneOut, SymbolCoder};
+use zipcoll_device::codec::{self, CodecId, LaneOut};
 use zipcoll_device::dtype::{Elem, Split};
 use zipcoll_device::frame::FrameError;
 use zipcoll_device::reduce::RedOp;
@@ -139,32 +139,20 @@ fn encode_slots<const W: u32, T: Elem>(
     Ok(Slots { bytes, frame_bytes })
 }
 
-/// `encode_frames` with coder `C` on warps of `W` lanes (see [`encode_slots`]).
-pub(crate) fn encode_frames<const W: u32, T: Split, C: SymbolCoder>(
+/// `encode_frames` with `codec`'s coder, or `encode_raw_frames` for [`CodecId::Raw`], on warps of
+/// `W` lanes (see [`encode_slots`]).
+pub(crate) fn encode_frames<const W: u32, T: Split>(
+    codec: CodecId,
     data: &[u8],
     frame_elems: usize,
     slot_bytes: usize,
 ) -> Result<Slots> {
-    encode_slots::<W, T>(
-        data,
-        frame_elems,
-        slot_bytes,
-        kernels::encode_frames::<SimWarp<W>, T, C>,
-    )
-}
-
-/// `encode_raw_frames` on warps of `W` lanes (see [`encode_slots`]).
-pub(crate) fn encode_raw_frames<const W: u32, T: Elem>(
-    data: &[u8],
-    frame_elems: usize,
-    slot_bytes: usize,
-) -> Result<Slots> {
-    encode_slots::<W, T>(
-        data,
-        frame_elems,
-        slot_bytes,
-        kernels::encode_raw_frames::<SimWarp<W>, T>,
-    )
+    let encoder: Encoder<W, T::Bits> = dispatch_coder!(
+        codec,
+        |C| kernels::encode_frames::<SimWarp<W>, T, C>,
+        raw => kernels::encode_raw_frames::<SimWarp<W>, T>
+    );
+    encode_slots::<W, T>(data, frame_elems, slot_bytes, encoder)
 }
 
 /// `decode_frames` on warps of `W` lanes: the `n` decoded elements' bytes and one status

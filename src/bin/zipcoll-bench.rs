@@ -345,6 +345,35 @@ impl Row {
             0.0
         }
     }
+
+    /// The row's cells as [`markdown`] (`csv` false) and [`csv`] (true) write them, in their
+    /// headers' order: CSV has more digits, the memcpy time too, and the check quoted (its
+    /// double quotes made single).
+    fn cells(&self, csv: bool) -> Vec<String> {
+        // digits of ratios and times, and of GB/s
+        let (fine, coarse) = if csv { (6, 3) } else { (4, 2) };
+        let mut cells = vec![
+            self.data.clone(),
+            dtype_name(self.dtype).to_owned(),
+            codec_name(self.codec).to_owned(),
+            self.bytes.to_string(),
+            self.frame_elems.to_string(),
+            self.frames.to_string(),
+            format!("{:.*}", fine, self.ratio),
+            format!("{:.*}", coarse, self.gbs(self.encode_ms)),
+            format!("{:.*}", coarse, self.gbs(self.decode_ms)),
+            format!("{:.*}", fine, self.encode_ms),
+            format!("{:.*}", fine, self.decode_ms),
+            format!("{:.*}", coarse, self.gbs(self.memcpy_ms)),
+        ];
+        if csv {
+            cells.push(format!("{:.6}", self.memcpy_ms));
+            cells.push(format!("\"{}\"", self.check.replace('"', "'")));
+        } else {
+            cells.push(self.check.clone());
+        }
+        cells
+    }
 }
 
 /// The median of `v` (0 for none).
@@ -534,23 +563,7 @@ fn markdown(rows: &[Row]) -> String {
     );
     for r in rows {
         // Writing to a String cannot fail.
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {:.4} | {:.2} | {:.2} | {:.4} | {:.4} | {:.2} | {} |",
-            r.data,
-            dtype_name(r.dtype),
-            codec_name(r.codec),
-            r.bytes,
-            r.frame_elems,
-            r.frames,
-            r.ratio,
-            r.gbs(r.encode_ms),
-            r.gbs(r.decode_ms),
-            r.encode_ms,
-            r.decode_ms,
-            r.gbs(r.memcpy_ms),
-            r.check
-        );
+        let _ = writeln!(s, "| {} |", r.cells(false).join(" | "));
     }
     s
 }
@@ -562,24 +575,7 @@ fn csv(rows: &[Row]) -> String {
     );
     for r in rows {
         // Writing to a String cannot fail.
-        let _ = writeln!(
-            s,
-            "{},{},{},{},{},{},{:.6},{:.3},{:.3},{:.6},{:.6},{:.3},{:.6},\"{}\"",
-            r.data,
-            dtype_name(r.dtype),
-            codec_name(r.codec),
-            r.bytes,
-            r.frame_elems,
-            r.frames,
-            r.ratio,
-            r.gbs(r.encode_ms),
-            r.gbs(r.decode_ms),
-            r.encode_ms,
-            r.decode_ms,
-            r.gbs(r.memcpy_ms),
-            r.memcpy_ms,
-            r.check.replace('"', "'")
-        );
+        let _ = writeln!(s, "{}", r.cells(true).join(","));
     }
     s
 }
@@ -735,6 +731,35 @@ mod tests {
         assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
         assert_eq!(median(&mut []), 0.0);
+    }
+
+    #[test]
+    fn table_rows_keep_their_format() {
+        let row = Row {
+            data: "normal".into(),
+            dtype: DType::Bf16,
+            codec: Some(CodecId::ExpAns),
+            bytes: 1_000_000,
+            frame_elems: 8192,
+            frames: 62,
+            ratio: 0.75,
+            encode_ms: 0.5,
+            decode_ms: 0.25,
+            memcpy_ms: 0.125,
+            check: "FAILED: \"x\"".into(),
+        };
+        let md = markdown(std::slice::from_ref(&row));
+        let md_row = "| normal | bf16 | expans | 1000000 | 8192 | 62 | 0.7500 | 2.00 | 4.00 | 0.5000 | 0.2500 | 8.00 | FAILED: \"x\" |";
+        assert_eq!(md.lines().nth(2), Some(md_row));
+        let csv = csv(std::slice::from_ref(&row));
+        let csv_row =
+            "normal,bf16,expans,1000000,8192,62,0.750000,2.000,4.000,0.500000,0.250000,8.000,0.125000,\"FAILED: 'x'\"";
+        assert_eq!(csv.lines().nth(1), Some(csv_row));
+        for (table, sep) in [(&md, '|'), (&csv, ',')] {
+            let mut lines = table.lines();
+            let header = lines.next().unwrap_or_default().matches(sep).count();
+            assert_eq!(lines.next_back().map(|l| l.matches(sep).count()), Some(header));
+        }
     }
 
     #[test]

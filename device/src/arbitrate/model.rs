@@ -80,17 +80,21 @@ impl TransportModel {
     }
 }
 
-/// Codec costs on an H200, shared by both presets: PLACEHOLDERS, to be replaced by the
-/// calibration run of `zipcoll-bench codec`. The bandwidths are nvCOMP 6's on the same
-/// GPU (bf16 N(0,1), 256 MiB, 2026-11-30): ANS 470 / 229 GB/s stands in for ExpAns and
-/// Huffman, Bitcomp 383 / 149 GB/s for FixedLen and ExpWindow; `a_c` = 2 us is a guess at a
-/// per-batch table build and pipeline fill.
+/// Codec costs on an H200, shared by both presets: each codec's encode / decode GB/s of
+/// uncompressed bytes, measured 2026-11-30 on one H200 with `zipcoll-bench codec --sizes 256M
+/// --dtype bf16` (BENCHMARKS.md): bf16 N(0,1), 256 MiB, frames of 8192 elements, median of 20
+/// runs after 3 warm-up runs. FixedLen 127 / 123, ExpWindow 99 / 125, ExpAns 55 / 103, Huffman
+/// 38 / 107 GB/s. RAW stays free: a RAW batch is sent as it is, not framed (RAW frames, a copy
+/// with headers, ran at 670 / 304 GB/s). The same run on f32 (fixedlen 237 / 183, expwindow
+/// 171 / 182, expans 85 / 163, huffman 70 / 164 GB/s) is faster per byte, an f32 holding one
+/// symbol in 4 bytes against bf16's one in 2, so the bf16 costs are on the safe side for f32.
+/// `a_c` = 2 us is still a placeholder: a guess at a per-batch table build and pipeline fill.
 const H200_CODECS: [CodecCost; CODECS] = [
     CodecCost::FREE,
-    CodecCost::from_gbps(2e-6, 383.0, 149.0),
-    CodecCost::from_gbps(2e-6, 383.0, 149.0),
-    CodecCost::from_gbps(2e-6, 470.0, 229.0),
-    CodecCost::from_gbps(2e-6, 470.0, 229.0),
+    CodecCost::from_gbps(2e-6, 127.0, 123.0),
+    CodecCost::from_gbps(2e-6, 99.0, 125.0),
+    CodecCost::from_gbps(2e-6, 55.0, 103.0),
+    CodecCost::from_gbps(2e-6, 38.0, 107.0),
 ];
 
 /// NVLink between two H200s (NV18): 327 GB/s, the busbw NCCL 2.28.9's all_reduce of 1 GiB of

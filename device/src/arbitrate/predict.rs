@@ -6,27 +6,38 @@
 //! |-------------|----------------------------------------------------------------------------------|
 //! | `Raw`       | no frames: the batch as it is (`n x size`)                                       |
 //! | `FixedLen`  | `4 ceil(2B / 4)` sub-block headers + `4 B x` the sampled mean width (bits of max - min) |
-//! | `ExpWindow` | ExpWindow's own window rule on the sampled histogram: `min_{k, window} 4 k B + escapes` |
+//! | `ExpWindow` | the encoder's own window choice ([`choose_window`]) on the sampled histogram: `4 k B` + `m x` the sampled escape rate |
 //! | `ExpAns`    | table `3K + 3` + 32 states (128) + 16-bit words for `m x` the cross-entropy of the sampled histogram under ExpAns's normalized 11-bit table |
 //! | `Huffman`   | table (used-symbol bitmap + 4-bit lengths) + 32-bit words for `m x` the mean length of the Huffman codec's own code for the sampled histogram ([`Huffman::code_lengths`]), + half a word of padding per substream; nothing for one used symbol |
 //!
 //! A split frame costs `32 + min(P + coded, raw)` bytes, `P` the raw plane
 //! (`packed_bytes(m, RAW_BITS)`). Bit rates are kept in Q16 fixed point so that predictions are
 //! integers and the same on every target.
+//!
+//! **Which histogram.** ExpWindow, ExpAns and Huffman fit their window or table to each frame,
+//! so a batch whose parts differ (a model's parameters: embeddings at scale 1, then layers at
+//! scale 0.03) codes better per frame than one histogram of the whole batch says: the order-0
+//! rate of a mixture exceeds the mean rate of its parts. So the table above is applied per group
+//! of the sample's [`REGIONS`] regions: the regions whose middle word lies in the same frame form
+//! one group (so frames longer than a region are estimated from their own symbols, and a batch
+//! of one frame from all of them), and the groups' predictions are averaged, weighted by their
+//! sampled symbols. Where frames are shorter than a region, a group still mixes the frames of
+//! its region: data whose scale changes from frame to frame faster than from region to region
+//! (every other frame, say) is predicted from the mixture, larger than it codes, which is the
+//! safe side (it may miss a codec that would win; a codec it picks still wins). A region holds
+//! about 2048 sampled bf16 symbols (1/16 of 64 KiB), so the order-0 estimate of a group is
+//! biased low by well under a percent of a frame; FixedLen codes per sub-block and needs no
+//! groups.
 
 use super::entropy::{log2_q16, Q16_ONE};
 use super::model::CODECS;
-use super::sample::{words_of, Sample, SUB_BLOCK};
+use super::sample::{words_of, Sample, REGIONS, SUB_BLOCK};
 use crate::bits::packed_bytes;
 use crate::codec::exp_ans::{PROB_BITS, STREAMS};
+use crate::codec::exp_window::{choose_window, codes_bytes, window_bin, Window, BINS};
 use crate::codec::{CodecId, Huffman};
 use crate::dtype::Split;
 use crate::frame::HEADER_BYTES;
-
-/// ExpWindow's largest `k`.
-const WINDOW_MAX_K: u32 = 4;
-/// The bins below the largest symbol that ExpWindow's window search covers.
-const WINDOW_BINS: u32 = 32;
 
 /// Predicted bytes of a batch for each codec, indexed by `CodecId as usize` (frames included).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,15 +53,16 @@ impl Predictions {
     }
 }
 
-/// The per-symbol statistics a prediction needs, derived once from a sample.
+/// The per-symbol statistics a prediction needs, derived from one histogram (a group's, see
+/// the module docs) and the sample's sub-block widths.
 struct Rates {
-    /// Symbols in the sample (at least 1).
+    /// Symbols in the histogram (at least 1).
     symbols: u64,
     /// FixedLen: sub-blocks sampled and the sum of their widths.
     sub_blocks: u64,
     width_sum: u64,
-    /// ExpWindow: for each `k` in `1..=4`, the fewest sampled symbols outside a window.
-    window_escapes: [u64; WINDOW_MAX_K as usize],
+    /// ExpWindow: the encoder's window for the histogram's symbols.
+    window: Window,
     /// ExpAns: distinct symbols, and Q16 bits per symbol under the normalized table.
     used: u64,
     ans_bits_q16: u64,
@@ -58,24 +70,17 @@ struct Rates {
     huffman_bits_q16: u64,
 }
 
-/// The fewest symbols of `counts` outside a window of `2^k - 1` consecutive symbols, for each
-/// `k` in `1..=4`, where windows end at most 31 below the largest symbol (ExpWindow's rule).
-fn window_escapes(counts: &[u32; 256], e_max: u32, total: u64) -> [u64; WINDOW_MAX_K as usize] {
-    let mut best = [total; WINDOW_MAX_K as usize];
-    for k in 1..=WINDOW_MAX_K {
-        let win = (1u32 << k) - 1;
-        for top in 0..=(WINDOW_BINS - win) {
-            let base = e_max.saturating_sub(top + win - 1);
-            let end = (base + win).min(e_max + 1);
-            let cover: u64 = counts[base as usize..end as usize].iter().map(|&c| c as u64).sum();
-            let slot = &mut best[k as usize - 1];
-            *slot = (*slot).min(total - cover);
-            if base == 0 {
-                break;
+/// ExpWindow's window ([`choose_window`]) for the `total` symbols counted in `counts`.
+fn window_of(counts: &[u32; 256], total: u64, symbol_bits: u32) -> Window {
+    choose_window(total as usize, symbol_bits, |lo, shift| {
+        let mut bins = [0u32; BINS];
+        for (s, &c) in counts.iter().enumerate() {
+            if let Some(d) = window_bin(s as u32, lo, shift) {
+                bins[d] += c;
             }
         }
-    }
-    best
+        bins
+    })
 }
 
 /// Q16 bits per symbol of `counts` coded under ExpAns's table: every used symbol gets 1 of
@@ -115,21 +120,24 @@ fn huffman_bits_q16(counts: &[u32; 256], total: u64) -> u64 {
 }
 
 impl Rates {
-    fn of(sample: &Sample) -> Rates {
-        let symbols = (sample.symbols as u64).max(1);
-        let used = sample.used_symbols() as u64;
+    /// The rates of the symbols counted in `counts` (of `symbol_bits` bits), with `sample`'s
+    /// sub-block widths.
+    fn of(counts: &[u32; 256], sample: &Sample, symbol_bits: u32) -> Rates {
+        let total: u64 = counts.iter().map(|&c| c as u64).sum();
+        let symbols = total.max(1);
+        let used = counts.iter().filter(|&&c| c != 0).count() as u64;
         Rates {
             symbols,
             sub_blocks: (sample.sub_blocks as u64).max(1),
             width_sum: sample.width_sum as u64,
-            window_escapes: window_escapes(&sample.counts, sample.max_symbol(), sample.symbols as u64),
+            window: window_of(counts, total, symbol_bits),
             used,
             ans_bits_q16: if used == 0 {
                 0
             } else {
-                ans_bits_q16(&sample.counts, symbols, used)
+                ans_bits_q16(counts, symbols, used)
             },
-            huffman_bits_q16: huffman_bits_q16(&sample.counts, symbols),
+            huffman_bits_q16: huffman_bits_q16(counts, symbols),
         }
     }
 
@@ -139,10 +147,9 @@ impl Rates {
         match codec {
             CodecId::Raw => 0,
             CodecId::FixedLen => (2 * blocks).div_ceil(4) * 4 + (4 * blocks * self.width_sum).div_ceil(self.sub_blocks),
-            CodecId::ExpWindow => (1..=WINDOW_MAX_K as u64)
-                .map(|k| 4 * k * blocks + (self.window_escapes[k as usize - 1] * m).div_ceil(self.symbols))
-                .min()
-                .unwrap_or(0),
+            CodecId::ExpWindow => {
+                codes_bytes(m as usize, self.window.k) as u64 + (self.window.escapes as u64 * m).div_ceil(self.symbols)
+            }
             CodecId::ExpAns => {
                 let words = (m * self.ans_bits_q16).div_ceil(16 * Q16_ONE);
                 3 * self.used + 3 + 4 * STREAMS as u64 + 2 * words
@@ -189,15 +196,54 @@ fn each_frame(n: usize, frame_elems: usize, bytes: impl Fn(u64) -> u64) -> u64 {
 }
 
 /// Predicted bytes of a batch of `n` elements of `T` in frames of `frame_elems` (`0`: one frame)
-/// for every codec, from `sample` (see the module table).
+/// for every codec, from `sample` (see the module docs: per group of regions, averaged).
 pub fn predict<T: Split>(sample: &Sample, n: usize, frame_elems: usize) -> Predictions {
-    let rates = Rates::of(sample);
+    let symbol_bits = T::SYMBOL_BITS;
+    // the sums over the groups of each codec's prediction times the group's symbols
+    let mut sums = [0u128; CODECS];
+    let mut weight = 0u128;
+    let mut add = |counts: &[u32; 256]| {
+        let symbols: u64 = counts.iter().map(|&c| c as u64).sum();
+        let rates = Rates::of(counts, sample, symbol_bits);
+        for codec in CodecId::ALL {
+            let bytes = match codec {
+                CodecId::Raw => (n * T::DTYPE.size_bytes()) as u64,
+                _ => each_frame(n, frame_elems, |elems| frame_bytes::<T>(&rates, codec, elems)),
+            };
+            sums[codec as usize] += bytes as u128 * symbols.max(1) as u128;
+        }
+        weight += symbols.max(1) as u128;
+    };
+    let batch_words = sample.batch_words.max(1);
+    let frame_words = match frame_elems {
+        0 => batch_words,
+        f => words_of::<T>(f).max(1) as u64,
+    };
+    // the frame holding region r's middle word
+    let frame_of = |r: u64| (2 * r + 1) * batch_words / (2 * REGIONS as u64) / frame_words;
+    let mut group = [0u32; 256];
+    let mut group_symbols = 0u64;
+    let mut flushed = false;
+    for r in 0..REGIONS {
+        let counts = &sample.region_counts[r];
+        if group_symbols != 0 && frame_of(r as u64) != frame_of(r as u64 - 1) {
+            add(&group);
+            flushed = true;
+            group = [0; 256];
+            group_symbols = 0;
+        }
+        for (g, &c) in group.iter_mut().zip(counts.iter()) {
+            *g += c;
+            group_symbols += c as u64;
+        }
+    }
+    // the last group; an empty sample predicts from no symbols
+    if group_symbols != 0 || !flushed {
+        add(&group);
+    }
     let mut bytes = [0u64; CODECS];
-    for codec in CodecId::ALL {
-        bytes[codec as usize] = match codec {
-            CodecId::Raw => (n * T::DTYPE.size_bytes()) as u64,
-            _ => each_frame(n, frame_elems, |elems| frame_bytes::<T>(&rates, codec, elems)),
-        };
+    for (b, s) in bytes.iter_mut().zip(sums) {
+        *b = s.div_ceil(weight) as u64;
     }
     Predictions { bytes }
 }

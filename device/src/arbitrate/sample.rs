@@ -1,15 +1,24 @@
-//! The bounded sample of a batch and its statistics: the exponent-symbol histogram and the
-//! FixedLen sub-block widths.
+//! The bounded sample of a batch and its statistics: the exponent-symbol histogram, the same
+//! per region of the batch, and the FixedLen sub-block widths.
 //!
 //! | item                  | what it is                                                        |
 //! |-----------------------|-------------------------------------------------------------------|
 //! | [`SAMPLE_MAX_BYTES`]  | the most batch bytes a sample reads (64 KiB)                      |
 //! | [`CHUNK_WORDS`]       | split words per sampled chunk (8 FixedLen sub-blocks of 32)       |
+//! | [`REGIONS`]           | equal parts of the batch with a histogram each (16)               |
 //! | [`Sample::of`]        | strided chunks over the batch, or the whole batch when it is small |
 //! | [`Sample::add_words`] | adds a run of split words (for callers that sample on their own)  |
 //!
 //! Chunks start at multiples of 32 split words, so their sub-blocks are the frames' sub-blocks
 //! whenever frames hold a multiple of 32 words.
+//!
+//! Why regions: ExpWindow, ExpAns and Huffman choose their window or table per frame, so a batch
+//! whose parts differ in scale (a model's parameters, layer after layer) codes better than one
+//! histogram of the whole batch says. The region histograms let [`super::predict()`] estimate
+//! per part of the batch: per frame where frames are longer than regions, else per region (see
+//! its docs). A region holds about `1/REGIONS` of the sample (2048 bf16 symbols), enough for an
+//! order-0 estimate within a fraction of a percent. The region histograms make a [`Sample`]
+//! about 17 KiB: a value for the host or for memory, not for a GPU lane's registers.
 
 use crate::dtype::Split;
 use zipcoll_targets::Word;
@@ -20,6 +29,8 @@ pub const SAMPLE_MAX_BYTES: usize = 64 * 1024;
 pub const CHUNK_WORDS: usize = 256;
 /// Symbols per FixedLen sub-block (and per bit-plane group of ExpWindow).
 pub const SUB_BLOCK: usize = 32;
+/// Equal parts of a batch (by split words) that a [`Sample`] keeps a histogram of each.
+pub const REGIONS: usize = 16;
 
 /// What a sample saw (see the module docs).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,6 +43,12 @@ pub struct Sample {
     pub sub_blocks: u32,
     /// Sum over those sub-blocks of FixedLen's width: the bits of `max - min` of its symbols.
     pub width_sum: u32,
+    /// Split words of the batch (what the regions divide).
+    pub batch_words: u64,
+    /// `region_counts[r]`: how often each symbol occurred among the sampled words of region `r`
+    /// (the split words `i` of the batch with `i * REGIONS / batch_words == r`,
+    /// [`Sample::region_of`]). They sum to `counts`.
+    pub region_counts: [[u32; 256]; REGIONS],
 }
 
 impl Default for Sample {
@@ -41,6 +58,8 @@ impl Default for Sample {
             symbols: 0,
             sub_blocks: 0,
             width_sum: 0,
+            batch_words: 0,
+            region_counts: [[0; 256]; REGIONS],
         }
     }
 }
@@ -92,17 +111,26 @@ impl Sample {
         s
     }
 
-    /// Adds split words `start .. start + len` of `data` (elements of `T`): their symbols to the
-    /// histogram and their sub-blocks of 32 (the last one possibly shorter) to the widths.
+    /// Adds split words `start .. start + len` of `data` (the batch, elements of `T`): their
+    /// symbols to the histograms (the batch's and their regions') and their sub-blocks of 32 (the
+    /// last one possibly shorter) to the widths.
     pub fn add_words<T: Split>(&mut self, data: &[T::Bits], start: usize, len: usize) {
+        self.batch_words = words_of::<T>(data.len()) as u64;
+        let mut region = self.region_of(start as u64);
+        let mut next = self.region_start(region + 1);
         let mut at = start;
         let end = start + len;
         while at < end {
             let stop = (at + SUB_BLOCK).min(end);
             let (mut min, mut max) = (u8::MAX, 0u8);
             for i in at..stop {
+                while i as u64 >= next {
+                    region += 1;
+                    next = self.region_start(region + 1);
+                }
                 let s = T::split(split_word::<T>(data, i)).0;
                 self.counts[s as usize] += 1;
+                self.region_counts[region][s as usize] += 1;
                 min = min.min(s);
                 max = max.max(s);
             }
@@ -110,6 +138,20 @@ impl Sample {
             self.sub_blocks += 1;
             self.width_sum += 8 - (max - min).leading_zeros();
             at = stop;
+        }
+    }
+
+    /// The region of split word `i` of the batch: `i * REGIONS / batch_words` (at most the last).
+    pub fn region_of(&self, i: u64) -> usize {
+        let r = i as u128 * REGIONS as u128 / self.batch_words.max(1) as u128;
+        (r as usize).min(REGIONS - 1)
+    }
+
+    /// The first split word of region `r` (`u64::MAX` for `r >= REGIONS`).
+    fn region_start(&self, r: usize) -> u64 {
+        match r {
+            r if r >= REGIONS => u64::MAX,
+            r => (r as u128 * self.batch_words as u128).div_ceil(REGIONS as u128) as u64,
         }
     }
 

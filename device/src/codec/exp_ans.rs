@@ -85,11 +85,7 @@ pub struct ExpAns;
 
 /// A [`FrameError::Corrupt`] of this codec.
 fn corrupt(offset: usize, reason: &'static str) -> FrameError {
-    FrameError::Corrupt {
-        codec: CodecId::ExpAns,
-        offset,
-        reason,
-    }
+    CodecId::ExpAns.corrupt(offset, reason)
 }
 
 /// Byte offset of the state of the lowest lane in `lanes` (a non-empty mask of coder lanes).

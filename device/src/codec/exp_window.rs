@@ -14,7 +14,8 @@
 //! | `params`     | `base` (low byte) \| `k << 8`, `1 <= k <= 8` |
 //! | `params2`    | `E`                                     |
 //!
-//! Choosing the window, without a sort or a full histogram: for symbols wider than 5 bits, one
+//! Choosing the window ([`choose_window`], which the arbitration's prediction calls too, on a
+//! sample's histogram), without a sort or a full histogram: for symbols wider than 5 bits, one
 //! pass counts the symbols in 32 coarse bins (`symbol >> (symbol_bits - 5)`: binades in groups
 //! of 8 for bf16/f32) and keeps the run of bins spanning 32 symbols that holds the most; a second
 //! pass counts each of those 32 symbols (5-bit symbols, as f16's, are counted directly). Counts
@@ -37,10 +38,11 @@ use zipcoll_targets::Warp;
 
 /// Codes per bit-plane group.
 const GROUP: usize = 32;
-/// Bins of the histograms: coarse (32 ranges of symbols) and fine (32 consecutive symbols).
-const BINS: usize = 32;
+/// Bins of the histograms [`choose_window`] asks for: coarse (32 ranges of symbols) and fine
+/// (32 consecutive symbols).
+pub const BINS: usize = 32;
 /// The largest `k` the encoder tries.
-const MAX_K: u32 = 4;
+pub const MAX_K: u32 = 4;
 
 /// The ExpWindow coder (see the module docs for the layout and the window choice).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -48,32 +50,80 @@ pub struct ExpWindow;
 
 /// Bytes of the codes of `n` symbols at `k` bits.
 #[inline(always)]
-const fn codes_bytes(n: usize, k: u32) -> usize {
+pub const fn codes_bytes(n: usize, k: u32) -> usize {
     n.div_ceil(GROUP) * 4 * k as usize
 }
 
 /// A `Corrupt` error of this codec.
 #[inline(always)]
 fn corrupt(offset: usize, reason: &'static str) -> FrameError {
-    FrameError::Corrupt {
-        codec: CodecId::ExpWindow,
-        offset,
-        reason,
+    CodecId::ExpWindow.corrupt(offset, reason)
+}
+
+/// A window: symbols `base ..= base + 2^k - 2` get `k`-bit codes, the others escape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// Bits per code, `1..=MAX_K`.
+    pub k: u32,
+    /// The first symbol of the window.
+    pub base: u32,
+    /// The symbols outside the window, among those the window was chosen for.
+    pub escapes: usize,
+}
+
+impl Window {
+    /// Bytes of the coded section of the `n` symbols the window was chosen for.
+    #[inline(always)]
+    pub const fn coded_bytes(&self, n: usize) -> usize {
+        codes_bytes(n, self.k) + self.escapes
     }
 }
 
-/// The window: `k`, `base` and the number of escapes.
-#[derive(Clone, Copy)]
-struct Window {
-    k: u32,
-    base: u32,
-    escapes: usize,
+/// The bin of symbol `s` in a histogram of [`BINS`] bins of `2^shift` symbols from symbol `lo`
+/// (`None`: outside all of them).
+#[inline(always)]
+pub fn window_bin(s: u32, lo: u32, shift: u32) -> Option<usize> {
+    s.checked_sub(lo).map(|d| (d >> shift) as usize).filter(|d| *d < BINS)
+}
+
+/// The window ExpWindow codes `n` symbols of `symbol_bits` bits with (the module docs' rule),
+/// from their histograms: `histogram(lo, shift)` counts the symbols by [`window_bin`]`(s, lo,
+/// shift)`. For symbols wider than 5 bits it is asked for the coarse bins (`lo = 0`, `shift =
+/// symbol_bits - 5`), whose run of 32 symbols with the most symbols (the first on ties) places
+/// the fine bins; then always for the fine bins (`shift = 0`). The encoder counts a frame's
+/// symbols on the warp; the arbitration counts a sample's on the host (`arbitrate::predict`),
+/// so the prediction takes exactly the encoder's window for the sampled symbols. Every window
+/// of `k` in `1..=MAX_K` inside the fine bins is costed exactly ([`Window::coded_bytes`]) and
+/// the cheapest kept; ties go to the smaller `k`, then the lower base. `n` is the number of
+/// symbols counted (the escapes are `n` minus those inside the window).
+#[inline(always)]
+pub fn choose_window(n: usize, symbol_bits: u32, mut histogram: impl FnMut(u32, u32) -> [u32; BINS]) -> Window {
+    let shift = symbol_bits.clamp(5, 8) - 5;
+    let lo = if shift == 0 {
+        0
+    } else {
+        let coarse = histogram(0, shift);
+        // the run of 32 symbols (span coarse bins) with the most symbols; the first on ties
+        let span = BINS >> shift;
+        let mut best = (0, 0);
+        for start in 0..=(BINS - span) {
+            let sum: u32 = coarse[start..start + span].iter().sum();
+            if sum > best.1 {
+                best = (start, sum);
+            }
+        }
+        (best.0 << shift) as u32
+    };
+    let bins = histogram(lo, 0);
+    cheapest(n, lo, &bins)
 }
 
 /// The cheapest window for `n` symbols, from the counts of the symbols `lo + d` in `bins[d]`
-/// (the same on every lane: a pure function of uniform values). Ties go to the smaller `k`,
-/// then the lower base.
-fn choose_window(n: usize, lo: u32, bins: &[u32; BINS]) -> Window {
+/// (ties: the smaller `k`, then the lower base; a pure function of uniform values, so the same
+/// on every lane). Kept out of the `inline(always)`
+/// [`choose_window`]: written inside it, the search took the encoder from 64 to 80 registers on
+/// sm_90.
+fn cheapest(n: usize, lo: u32, bins: &[u32; BINS]) -> Window {
     let mut best = Window {
         k: 1,
         base: lo,
@@ -152,29 +202,10 @@ impl SymbolCoder for ExpWindow {
         let step = W::WIDTH as usize;
         let mask = ((1u32 << symbol_bits.min(8)) - 1) as u8;
         let s_at = |i: usize| (sym(i) & mask) as u32;
-        // Statistics: where the 32 fine bins go (coarse bins of 2^(symbol_bits - 5) symbols,
-        // for symbols wider than 5 bits), then the fine bins.
-        let bits = symbol_bits.clamp(5, 8);
-        let shift = bits - 5;
-        let lo = if shift == 0 {
-            0
-        } else {
-            let coarse = histogram(w, n, s_at, |s| Some((s >> shift) as usize));
-            // the run of 32 symbols (span coarse bins) with the most symbols; the first on ties
-            let span = BINS >> shift;
-            let mut best = (0, 0);
-            for start in 0..=(BINS - span) {
-                let sum: u32 = coarse[start..start + span].iter().sum();
-                if sum > best.1 {
-                    best = (start, sum);
-                }
-            }
-            (best.0 << shift) as u32
-        };
-        let bins = histogram(w, n, s_at, |s| {
-            s.checked_sub(lo).map(|d| d as usize).filter(|d| *d < BINS)
+        // every lane: the same window, from the same warp-summed histograms
+        let Window { k, base, escapes } = choose_window(n, symbol_bits, |lo, shift| {
+            histogram(w, n, s_at, |s| window_bin(s, lo, shift))
         });
-        let Window { k, base, escapes } = choose_window(n, lo, &bins);
         let win = (1u32 << k) - 1;
         let esc_at = codes_bytes(n, k);
         if esc_at + escapes > out.len() {

@@ -41,11 +41,7 @@ const fn headers_bytes(blocks: usize) -> usize {
 /// A `Corrupt` error of this codec.
 #[inline(always)]
 fn corrupt(offset: usize, reason: &'static str) -> FrameError {
-    FrameError::Corrupt {
-        codec: CodecId::FixedLen,
-        offset,
-        reason,
-    }
+    CodecId::FixedLen.corrupt(offset, reason)
 }
 
 impl SymbolCoder for FixedLen {

@@ -236,13 +236,7 @@ fn decode_split<W: Warp, T: Split, C: SymbolCoder>(
     let plane_bytes = packed_bytes(words, T::RAW_BITS);
     let (plane, coded) = match (payload.get(..plane_bytes), payload.get(plane_bytes..)) {
         (Some(p), Some(c)) => (p, c),
-        _ => {
-            return Err(FrameError::Corrupt {
-                codec: C::ID,
-                offset: HEADER_BYTES,
-                reason: "raw plane truncated",
-            })
-        }
+        _ => return Err(C::ID.corrupt(HEADER_BYTES, "raw plane truncated")),
     };
     let size = T::DTYPE.size_bytes();
     let word_bytes = size * T::ELEMS_PER_WORD;
@@ -265,18 +259,10 @@ fn decode_split<W: Warp, T: Split, C: SymbolCoder>(
 /// Decodes the RAW payload: lane `l` copies words `l, l + WIDTH, ..`.
 fn decode_raw<W: Warp>(w: W, h: &FrameHeader, payload: &[u8], out: LaneOut<'_>) -> Result<(), FrameError> {
     if payload.len() != h.raw_bytes as usize {
-        return Err(FrameError::Corrupt {
-            codec: CodecId::Raw,
-            offset: HEADER_BYTES,
-            reason: "payload length is not the raw length",
-        });
+        return Err(CodecId::Raw.corrupt(HEADER_BYTES, "payload length is not the raw length"));
     }
     if h.params != 0 || h.params2 != 0 {
-        return Err(FrameError::Corrupt {
-            codec: CodecId::Raw,
-            offset: 6,
-            reason: "parameters are not zero",
-        });
+        return Err(CodecId::Raw.corrupt(6, "parameters are not zero"));
     }
     let mut at = w.lane_id() as usize * 4;
     while at < payload.len() {

@@ -69,6 +69,15 @@ impl CodecId {
             CodecId::Huffman => "huffman",
         }
     }
+    /// A [`FrameError::Corrupt`] of this codec at byte `offset` of its coded section.
+    #[inline(always)]
+    pub const fn corrupt(self, offset: usize, reason: &'static str) -> FrameError {
+        FrameError::Corrupt {
+            codec: self,
+            offset,
+            reason,
+        }
+    }
 }
 
 /// A write went past the end of a [`LaneOut`] (the output does not fit).

@@ -2,7 +2,8 @@
 //!
 //! | module    | checks                                                                          |
 //! |-----------|---------------------------------------------------------------------------------|
-//! | `util`    | plumbing: lane-shared buffers, one-warp launches, random source (no tests)      |
+//! | `common`  | `tests/common`, shared with the other test binaries: lane-shared buffers, one-warp launches, random source (no tests) |
+//! | `util`    | `common`'s items and a reference bit packer (no tests)                          |
 //! | `harness` | encode/decode on simulated warps; the round-trip checks (no tests)              |
 //! | `data`    | exhaustive layouts, random and N(0,1) frames (no tests)                         |
 //! | `bits`    | `zipcoll_device::bits` against one-thread references, 32 and 64 lanes           |
@@ -16,6 +17,8 @@
 
 mod bits;
 mod coder;
+#[path = "../common/mod.rs"]
+mod common;
 mod corrupt;
 mod data;
 mod frames;

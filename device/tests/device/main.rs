@@ -3,11 +3,14 @@
 //!
 //! | module          | checks                                                            |
 //! |-----------------|-------------------------------------------------------------------|
+//! | `common`        | `tests/common`, shared with the other test binaries: the random source (no tests) |
 //! | `reference`     | the independent references themselves (no tests)                  |
 //! | `dtype`         | to_f32 / from_f32 / split / join, exhaustive and property-based   |
 //! | `reduce`        | every op on every dtype against a scalar reference                |
 //! | `warp_reduce`   | the butterfly on `SimWarp<32>` / `SimWarp<64>` against its reference |
 
+#[path = "../common/mod.rs"]
+mod common;
 mod dtype;
 mod reduce;
 mod reference;

@@ -2,6 +2,7 @@
 //! f64, rounding by searching the sorted table of values), a deterministic random source, and
 //! the special values every test mixes in.
 
+pub use crate::common::Rng;
 use std::sync::OnceLock;
 use zipcoll_device::dtype::DType;
 
@@ -153,23 +154,6 @@ pub fn canonical_nan(d: DType) -> u32 {
         DType::Bf16 | DType::F16 => 0x7FFF,
         DType::F32 => 0x7FFF_FFFF,
         DType::F8E4M3 | DType::F8E5M2 => 0x7F,
-    }
-}
-
-/// splitmix64: a small deterministic random source.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
     }
 }
 

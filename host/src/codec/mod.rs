@@ -40,9 +40,9 @@
 pub mod cuda;
 
 use crate::backend::Backend;
-use crate::dispatch::{dispatch_coder, dispatch_dtype};
+use crate::dispatch::dispatch_dtype;
 use crate::error::{Error, Result};
-use crate::hip::HipGpu;
+use crate::hip::{HipFunction, HipGpu};
 use crate::launch::{Buf, Launch, Param};
 use crate::sim;
 use zipcoll_device::codec::{max_encoded_len, CodecId};
@@ -219,11 +219,7 @@ fn sim_encode<const W: u32>(
     frame_elems: usize,
     slot_bytes: usize,
 ) -> Result<Slots> {
-    dispatch_dtype!(dtype, |T| dispatch_coder!(
-        id,
-        |C| sim::encode_frames::<W, T, C>(data, frame_elems, slot_bytes),
-        raw => sim::encode_raw_frames::<W, T>(data, frame_elems, slot_bytes)
-    ))
+    dispatch_dtype!(dtype, |T| sim::encode_frames::<W, T>(id, data, frame_elems, slot_bytes))
 }
 
 /// The encoders on a HIP device.
@@ -253,27 +249,48 @@ fn hip_encode(
         Param::U64(slot_bytes as u64),
         Param::Buf(2),
     ];
-    let launch = Launch {
-        grid_dim: gpu_grid(nframes, 64),
-        block_dim: GPU_BLOCK,
-        shared_bytes: 0,
-        bufs: &bufs,
-        params: &params,
-    };
     // SAFETY: every EncodeFrames and EncodeRawFrames entry point takes (input: *const Bits,
     // n: usize, frame_elems: usize, out: *mut u8, slot_bytes: usize, frame_bytes: *mut u32) after
     // the AMD geometry parameters, as `params` lists; `input` holds `n` elements of the dtype
     // whose entry point was looked up, `out` `nframes * slot_bytes` bytes and `frame_bytes`
     // `nframes` u32s, none overlapping; GPU_BLOCK is whole wavefronts.
-    let mut outputs = unsafe { gpu.run(&f, &launch) }?.into_iter();
+    let (bytes, lens) = unsafe { hip_run_frames(&gpu, &f, nframes, &bufs, &params, "encode") }?;
+    Ok(Slots {
+        bytes,
+        frame_bytes: u32s_from_le(&lens),
+    })
+}
+
+/// Launches codec kernel `f` on a HIP device for `nframes` frames (one warp each, blocks of
+/// [`GPU_BLOCK`] threads) with `bufs` and `params`; returns its two output buffers (`what` names
+/// the launch in the error if it returned fewer).
+///
+/// # Safety
+/// As [`HipGpu::run`]: `params` are, in order and exact type, the parameters of `f` after its
+/// geometry parameters, and with this geometry the kernel accesses only the buffers it is
+/// given, within their sizes.
+unsafe fn hip_run_frames(
+    gpu: &HipGpu,
+    f: &HipFunction,
+    nframes: usize,
+    bufs: &[Buf<'_>],
+    params: &[Param],
+    what: &str,
+) -> Result<(Vec<u8>, Vec<u8>)> {
+    let launch = Launch {
+        grid_dim: gpu_grid(nframes, 64),
+        block_dim: GPU_BLOCK,
+        shared_bytes: 0,
+        bufs,
+        params,
+    };
+    // SAFETY: forwarded to the caller.
+    let mut outputs = unsafe { gpu.run(f, &launch) }?.into_iter();
     match (outputs.next(), outputs.next()) {
-        (Some(bytes), Some(lens)) => Ok(Slots {
-            bytes,
-            frame_bytes: u32s_from_le(&lens),
-        }),
-        _ => Err(Error::InvalidArgument(
-            "the encode launch returned no output buffers".into(),
-        )),
+        (Some(a), Some(b)) => Ok((a, b)),
+        _ => Err(Error::InvalidArgument(format!(
+            "the {what} launch returned no output buffers"
+        ))),
     }
 }
 
@@ -471,26 +488,14 @@ fn hip_decode(ordinal: usize, enc: &Encoded) -> Result<(Vec<u8>, Vec<u32>)> {
         Param::U64(enc.n as u64),
         Param::Buf(4),
     ];
-    let launch = Launch {
-        grid_dim: gpu_grid(nframes, 64),
-        block_dim: GPU_BLOCK,
-        shared_bytes: 0,
-        bufs: &bufs,
-        params: &params,
-    };
     // SAFETY: every DecodeFrames entry point takes (frames: *const u8, frame_offsets: *const u64,
     // frame_lens: *const u32, nframes: usize, out: *mut Bits, frame_elems: usize, n: usize,
     // status: *mut u32) after the AMD geometry parameters, as `params` lists; `check_layout`
     // checked that every frame lies inside `bytes` and that there are `nframes` offsets and
     // lengths; `out` holds `n` elements and `status` `STATUS_WORDS * nframes` u32s, overlapping
     // nothing; GPU_BLOCK is whole wavefronts.
-    let mut outputs = unsafe { gpu.run(&f, &launch) }?.into_iter();
-    match (outputs.next(), outputs.next()) {
-        (Some(data), Some(status)) => Ok((data, u32s_from_le(&status))),
-        _ => Err(Error::InvalidArgument(
-            "the decode launch returned no output buffers".into(),
-        )),
-    }
+    let (data, status) = unsafe { hip_run_frames(&gpu, &f, nframes, &bufs, &params, "decode") }?;
+    Ok((data, u32s_from_le(&status)))
 }
 
 /// Turns the status records that the decoder wrote for the frames of `enc` (`STATUS_WORDS` per

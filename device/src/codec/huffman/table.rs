@@ -28,11 +28,7 @@ const LENS: usize = MAX_LEN as usize;
 /// A `Corrupt` error of the Huffman codec.
 #[inline(always)]
 pub(crate) fn corrupt(offset: usize, reason: &'static str) -> FrameError {
-    FrameError::Corrupt {
-        codec: CodecId::Huffman,
-        offset,
-        reason,
-    }
+    CodecId::Huffman.corrupt(offset, reason)
 }
 
 /// Words of the used-symbol bitmap for an alphabet of `nsym` symbols.
