@@ -10,6 +10,14 @@
 //! | [`kernels::encode_raw_frames`]      | the same with RAW frames                           |
 //! | [`kernels::decode_frames`]          | one frame per warp (any codec) back to elements, a status record per frame |
 //!
+//! Communication, from the bottom up:
+//!
+//! | module           | what it holds                                                        |
+//! |------------------|----------------------------------------------------------------------|
+//! | [`conn`]         | the FIFO protocol between two ranks' warps: descriptors, waits, typed errors |
+//! | [`prims`]        | one generic step (recv / reduce / send / copy, with encode and decode) and its wrappers |
+//! | [`collectives`]  | collectives as schedules of steps, with scalar references            |
+//!
 //! Tests call the generic functions with the simulator's warp; GPU builds (the
 //! `primitives/kernels` crate) export the entry points.
 #![no_std]
@@ -17,5 +25,8 @@
 
 extern crate self as zipcoll_primitives;
 
+pub mod collectives;
+pub mod conn;
 pub mod kernels;
 pub mod manifest;
+pub mod prims;

@@ -1,0 +1,183 @@
+//! Ring all_reduce: a reduce-scatter phase then an all-gather phase around a ring in which rank
+//! `r` sends to `r + 1` and receives from `r - 1` (mod `k = nranks`), in NCCL's order.
+//!
+//! The buffer is cut into loops of `k` chunks ([`RingChunks`]): a full loop has chunks of
+//! `frame_elems` elements; the last loop's chunks are `ceil(rest / k)` elements (some may be
+//! empty; an empty chunk still travels as a header-only frame, so every rank runs the same
+//! schedule). Per loop, rank `r` runs on chunk `c`:
+//!
+//! | step            | chunk `c`         | primitive                  | rank `r` now holds of chunk `c`         |
+//! |-----------------|-------------------|----------------------------|-----------------------------------------|
+//! | 0               | `r - 1`           | `send`                     | -, sent `pre(x_r)`                      |
+//! | `j = 2..k`      | `r - j`           | `recv_reduce_send`         | -, sent the partial of `j` ranks        |
+//! | `k`             | `r`               | `recv_reduce_copy_send`    | the full reduction, in `dst` and sent   |
+//! | `k+1 ..= 2k-2`  | `r - (j - k)`     | `recv_copy_send`           | the full reduction, in `dst` and sent   |
+//! | `2k - 1`        | `r + 1`           | `recv`                     | the full reduction, in `dst`            |
+//!
+//! Reduction order, the part of the result that is not associative: chunk `c` starts at rank
+//! `c + 1` and is combined on its way around the ring, so every element `i` of it is
+//!
+//! `acc = pre(x[c+1][i]); for j in 2..=k { acc = combine(acc, pre(x[c+j][i])) }` (ranks mod `k`)
+//!
+//! which [`ring_all_reduce_reference`] evaluates. Every rank ends with the same bits, and with a
+//! lossless codec they are the bits of compression off. `nranks == 1` is a local `dst = pre(src)`.
+
+use crate::conn::{ChannelDesc, Failure};
+use crate::prims::{Compression, Prims};
+use zipcoll_device::dtype::Split;
+use zipcoll_device::reduce::RedOp;
+use zipcoll_targets::Warp;
+
+/// How ring all_reduce cuts `n` elements into loops and chunks (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingChunks {
+    /// Elements in the buffer.
+    pub n: usize,
+    /// Ranks in the ring (at least 1).
+    pub nranks: usize,
+    /// The largest chunk, one frame (at least 1).
+    pub frame_elems: usize,
+}
+
+impl RingChunks {
+    /// Elements covered by one full loop.
+    pub fn loop_elems(&self) -> usize {
+        self.nranks * self.frame_elems
+    }
+    /// The start of every loop: `0, loop_elems, ..` below `n`.
+    pub fn loops(&self) -> impl Iterator<Item = usize> {
+        (0..self.n).step_by(self.loop_elems().max(1))
+    }
+    /// Chunk `c` (`< nranks`) of the loop that starts at `base`: its first element and length.
+    pub fn chunk(&self, base: usize, c: usize) -> (usize, usize) {
+        let rest = self.n - base;
+        let chunk = self.frame_elems.min(rest.div_ceil(self.nranks));
+        let start = (c * chunk).min(rest);
+        (base + start, chunk.min(rest - start))
+    }
+}
+
+/// Rank `rank` of `nranks` all-reduces `n` elements of `src` into `dst` with one warp over
+/// channel `ch`, every frame compressed with `E` (see the module docs for the schedule and the
+/// order). Called by every lane of the warp. On failure, lane 0 writes the channel's status
+/// record and raises its abort word, and the error is returned on every lane; `dst` is then
+/// undefined.
+///
+/// # Safety
+/// `src` is valid for `n` reads and `dst` for `n` writes, equal or not overlapping; `ch`
+/// describes live memory as [`crate::conn`]'s tables say (its staging buffer aligned for
+/// `T::Bits`), its `send` FIFO leads to rank `rank + 1` and its `recv` FIFO comes from rank
+/// `rank - 1`, which run this with the same `n`, `nranks` and `frame_elems`; this warp is the
+/// channel's only user.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn ring_all_reduce<W: Warp, T: Split, O: RedOp, E: Compression>(
+    w: W,
+    ch: &ChannelDesc,
+    rank: usize,
+    nranks: usize,
+    src: *const T::Bits,
+    dst: *mut T::Bits,
+    n: usize,
+    frame_elems: usize,
+) -> Result<(), Failure> {
+    if n == 0 {
+        return Ok(());
+    }
+    // SAFETY: forwarded to the caller (the reads of `src` and writes of `dst` stay inside
+    // chunks of `RingChunks`, which lie in `0..n`).
+    let result = unsafe { schedule::<W, T, O, E>(w, ch, rank, nranks, src, dst, n, frame_elems) };
+    if let Err(failure) = &result {
+        report(w, ch, failure);
+    }
+    result
+}
+
+/// The schedule of the module table, stopping at the first failure.
+///
+/// # Safety
+/// As [`ring_all_reduce`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn schedule<W: Warp, T: Split, O: RedOp, E: Compression>(
+    w: W,
+    ch: &ChannelDesc,
+    rank: usize,
+    nranks: usize,
+    src: *const T::Bits,
+    dst: *mut T::Bits,
+    n: usize,
+    frame_elems: usize,
+) -> Result<(), Failure> {
+    let k = nranks;
+    let op = O::new(k as u32);
+    // SAFETY: forwarded to the caller.
+    let mut p = unsafe { Prims::<W, T, O, E>::new(w, ch, op, frame_elems)? };
+    let chunks = RingChunks { n, nranks, frame_elems };
+    let at = |base, c| chunks.chunk(base, c % k);
+    for base in chunks.loops() {
+        // SAFETY (every step): `chunk` gives `start + len <= n` and `len <= frame_elems`.
+        unsafe {
+            if k == 1 {
+                let (s, len) = at(base, 0);
+                p.copy(src.add(s), dst.add(s), len)?;
+                continue;
+            }
+            // reduce-scatter: the partial of chunk c grows by one rank per hop
+            let (s, len) = at(base, rank + k - 1);
+            p.send(src.add(s), len)?;
+            for j in 2..k {
+                let (s, len) = at(base, rank + k - j);
+                p.recv_reduce_send(src.add(s), len)?;
+            }
+            // chunk `rank` is complete here
+            let (s, len) = at(base, rank);
+            p.recv_reduce_copy_send(src.add(s), dst.add(s), len)?;
+            // all-gather: complete chunks travel on
+            for j in 1..k - 1 {
+                let (s, len) = at(base, rank + k - j);
+                p.recv_copy_send(dst.add(s), len)?;
+            }
+            let (s, len) = at(base, rank + 1);
+            p.recv(dst.add(s), len)?;
+        }
+    }
+    Ok(())
+}
+
+/// Lane 0 writes `failure`'s status record to the channel and raises the abort word.
+fn report<W: Warp>(w: W, ch: &ChannelDesc, failure: &Failure) {
+    if w.lane_id() == 0 {
+        for (i, word) in failure.record().into_iter().enumerate() {
+            // SAFETY: `status` holds `STATUS_WORDS` words (the channel's contract) and only this
+            // warp writes them.
+            unsafe { w.store_volatile(ch.status.add(i), word) };
+        }
+        // SAFETY: `abort` is valid and only accessed atomically (the channel's contract).
+        unsafe { w.store_release(ch.abort, 1, zipcoll_targets::Scope::System) };
+    }
+}
+
+/// The result of ring all_reduce over `inputs` (one slice of `n` elements per rank) into `out`,
+/// computed one element at a time in the schedule's order (see the module docs).
+///
+/// `inputs` is not empty, every input and `out` have the same length, `frame_elems >= 1`.
+pub fn ring_all_reduce_reference<T: Split, O: RedOp>(inputs: &[&[T::Bits]], out: &mut [T::Bits], frame_elems: usize) {
+    let k = inputs.len();
+    let op = O::new(k as u32);
+    let chunks = RingChunks {
+        n: out.len(),
+        nranks: k,
+        frame_elems,
+    };
+    for base in chunks.loops() {
+        for c in 0..k {
+            let (start, len) = chunks.chunk(base, c);
+            for (i, o) in out.iter_mut().enumerate().skip(start).take(len) {
+                let mut acc = op.pre::<T>(inputs[(c + 1) % k][i]);
+                for j in 2..=k {
+                    acc = op.combine::<T>(acc, op.pre::<T>(inputs[(c + j) % k][i]));
+                }
+                *o = acc;
+            }
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! The connection descriptors, shared by host and device: plain `#[repr(C)]` records of 64-bit
+//! fields that the host fills and the kernel reads (a transport's ABI: change the layout only
+//! together with every writer).
+//!
+//! [`ConnDesc`], one FIFO (both sides hold a copy of the same values):
+//!
+//! | offset | size | field        | meaning                                                        |
+//! |--------|------|--------------|----------------------------------------------------------------|
+//! | 0      | 8    | `slots`      | `NSLOTS * slot_bytes` bytes, slot `i` at `slots + i * slot_bytes`, [`SLOT_ALIGN`]-aligned |
+//! | 8      | 8    | `head`       | `*mut u64`: frames the receiver has consumed                   |
+//! | 16     | 8    | `tail`       | `*mut u64`: frames the sender has published                    |
+//! | 24     | 8    | `slot_bytes` | bytes per slot, a multiple of [`SLOT_ALIGN`]                   |
+//!
+//! [`ChannelDesc`], one warp's place in a ring (one per rank and channel):
+//!
+//! | offset | size | field         | meaning                                                       |
+//! |--------|------|---------------|---------------------------------------------------------------|
+//! | 0      | 32   | `send`        | the FIFO to the next rank                                     |
+//! | 32     | 32   | `recv`        | the FIFO from the previous rank                               |
+//! | 64     | 8    | `stage`       | staging buffer for a received or about-to-be-sent chunk (16-aligned) |
+//! | 72     | 8    | `stage_bytes` | its size                                                      |
+//! | 80     | 8    | `abort`       | `*mut u32` shared by every rank of the launch: nonzero = stop |
+//! | 88     | 8    | `status`      | `*mut u32`: this channel's [`super::STATUS_WORDS`]-word status record |
+//! | 96     | 8    | `spin_limit`  | polls a wait makes before it reports a timeout               |
+
+/// Slots per FIFO: the most frames a sender may run ahead of its receiver.
+pub const NSLOTS: u64 = 8;
+/// The default FIFO buffer: 4 MiB, split into [`NSLOTS`] slots.
+pub const DEFAULT_BUFFER_BYTES: u64 = 4 << 20;
+/// The default slot: 512 KiB.
+pub const DEFAULT_SLOT_BYTES: u64 = DEFAULT_BUFFER_BYTES / NSLOTS;
+/// Alignment of slots (and of `slot_bytes`): frames start 16-byte aligned.
+pub const SLOT_ALIGN: u64 = 16;
+
+/// One FIFO between a sender and a receiver (see the module table).
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct ConnDesc {
+    /// `NSLOTS * slot_bytes` bytes of slots.
+    pub slots: *mut u8,
+    /// Frames consumed; written by the receiver.
+    pub head: *mut u64,
+    /// Frames published; written by the sender.
+    pub tail: *mut u64,
+    /// Bytes per slot.
+    pub slot_bytes: u64,
+}
+const _: () = assert!(core::mem::size_of::<ConnDesc>() == 32);
+
+/// One warp's connections and bookkeeping in a ring (see the module table).
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct ChannelDesc {
+    /// The FIFO to the next rank.
+    pub send: ConnDesc,
+    /// The FIFO from the previous rank.
+    pub recv: ConnDesc,
+    /// Staging buffer.
+    pub stage: *mut u8,
+    /// Bytes of `stage`.
+    pub stage_bytes: u64,
+    /// The launch's shared abort word.
+    pub abort: *mut u32,
+    /// This channel's status record.
+    pub status: *mut u32,
+    /// Polls per wait before a timeout.
+    pub spin_limit: u64,
+}
+const _: () = assert!(core::mem::size_of::<ChannelDesc>() == 104);

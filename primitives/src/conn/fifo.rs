@@ -1,0 +1,186 @@
+//! The two sides of a FIFO as a warp sees them (the protocol is in the module docs of
+//! [`super`]). Every lane of the warp calls every method together with the same arguments;
+//! lane 0 does the counter traffic and the warp agrees on what it saw through shuffles.
+
+use super::desc::{ChannelDesc, ConnDesc, NSLOTS};
+use super::status::{ConnError, Failure, Wait};
+use zipcoll_device::codec::LaneOut;
+use zipcoll_targets::{Scope, Warp};
+
+/// What every wait of a channel shares: the abort word and the spin limit.
+#[derive(Clone, Copy)]
+struct Watch {
+    abort: *mut u32,
+    spin_limit: u64,
+}
+
+impl Watch {
+    /// Polls `counter` (acquire, System scope) until `ready(value)`; returns the value on every
+    /// lane, after a warp sync that orders every lane's later accesses after the acquire.
+    ///
+    /// Only lane 0 spins (with no warp operation inside the loop, as NCCL's single polling
+    /// thread); the other lanes wait for it at the shuffle that shares the outcome. On the
+    /// simulator a spinning lane 0 with the others parked is "no progress", so the scheduler's
+    /// timeout backs up the spin limit.
+    ///
+    /// # Safety
+    /// `counter` and `self.abort` are valid, aligned, and only accessed atomically by others.
+    unsafe fn wait<W: Warp>(
+        self,
+        w: W,
+        counter: *const u64,
+        step: u64,
+        what: Wait,
+        ready: impl Fn(u64) -> bool,
+    ) -> Result<(), Failure> {
+        // lane 0: 0 ready, 1 aborted, 2 timed out; the other lanes: nothing yet
+        let mut outcome = 0u32;
+        if w.lane_id() == 0 {
+            let mut polls = 0u64;
+            // SAFETY: forwarded from the caller.
+            while !ready(unsafe { w.load_acquire(counter, Scope::System) }) {
+                // SAFETY: forwarded from the caller.
+                if unsafe { w.load_relaxed(self.abort, Scope::System) } != 0 {
+                    outcome = 1;
+                    break;
+                }
+                if polls >= self.spin_limit {
+                    outcome = 2;
+                    break;
+                }
+                polls += 1;
+            }
+        }
+        // every lane: lane 0's outcome
+        let error = match w.shfl_idx(W::FULL, outcome, 0) {
+            0 => {
+                w.sync(W::FULL);
+                return Ok(());
+            }
+            1 => ConnError::Aborted,
+            _ => ConnError::Timeout(what),
+        };
+        Err(Failure { step, error })
+    }
+}
+
+/// The sending side of a FIFO: step counter, credit, publication.
+pub struct SendConn {
+    conn: ConnDesc,
+    watch: Watch,
+    /// The next step to write (frames published so far).
+    step: u64,
+}
+
+/// The receiving side of a FIFO: step counter, data wait, consumption.
+pub struct RecvConn {
+    conn: ConnDesc,
+    watch: Watch,
+    /// The next step to read (frames consumed so far).
+    step: u64,
+}
+
+impl SendConn {
+    /// The sending side of `ch.send`, continuing from its published `tail`.
+    ///
+    /// # Safety
+    /// `ch` describes live memory as its module table says, and this warp is the FIFO's only
+    /// sender while the value lives.
+    pub unsafe fn new<W: Warp>(w: W, ch: &ChannelDesc) -> Self {
+        // SAFETY: `tail` is valid (the caller's contract) and only this warp writes it.
+        let step = unsafe { w.load_relaxed(ch.send.tail, Scope::System) };
+        Self {
+            conn: ch.send,
+            watch: Watch {
+                abort: ch.abort,
+                spin_limit: ch.spin_limit,
+            },
+            step: w.shfl_idx(W::FULL, step, 0),
+        }
+    }
+
+    /// The step the next frame gets.
+    pub fn step(&self) -> u64 {
+        self.step
+    }
+
+    /// Waits until the receiver has freed the slot of the next step; returns it (all of its
+    /// `slot_bytes`) for the warp to write one frame into.
+    pub fn wait_slot<W: Warp>(&self, w: W) -> Result<LaneOut<'_>, Failure> {
+        let step = self.step;
+        // SAFETY: `head` and `abort` are valid and atomically accessed (`new`'s contract).
+        unsafe {
+            self.watch
+                .wait(w, self.conn.head, step, Wait::Credit, |head| step < head + NSLOTS)?;
+        }
+        let offset = (step % NSLOTS) * self.conn.slot_bytes;
+        // SAFETY: slot `step % NSLOTS` lies inside `slots` (`NSLOTS * slot_bytes` bytes); the
+        // receiver is done with it (credit acquired above) and only this warp writes it.
+        Ok(unsafe { LaneOut::from_raw(self.conn.slots.add(offset as usize), self.conn.slot_bytes as usize) })
+    }
+
+    /// Publishes the frame every lane has written into the slot of [`SendConn::wait_slot`].
+    pub fn post<W: Warp>(&mut self, w: W) {
+        // every lane: its part of the frame is written; make it visible system-wide, then meet
+        w.fence_acq_rel(Scope::System);
+        w.sync(W::FULL);
+        self.step += 1;
+        if w.lane_id() == 0 {
+            // SAFETY: `tail` is valid and only this warp writes it (`new`'s contract).
+            unsafe { w.store_release(self.conn.tail, self.step, Scope::System) };
+        }
+    }
+}
+
+impl RecvConn {
+    /// The receiving side of `ch.recv`, continuing from its published `head`.
+    ///
+    /// # Safety
+    /// `ch` describes live memory as its module table says, and this warp is the FIFO's only
+    /// receiver while the value lives.
+    pub unsafe fn new<W: Warp>(w: W, ch: &ChannelDesc) -> Self {
+        // SAFETY: `head` is valid (the caller's contract) and only this warp writes it.
+        let step = unsafe { w.load_relaxed(ch.recv.head, Scope::System) };
+        Self {
+            conn: ch.recv,
+            watch: Watch {
+                abort: ch.abort,
+                spin_limit: ch.spin_limit,
+            },
+            step: w.shfl_idx(W::FULL, step, 0),
+        }
+    }
+
+    /// The step the next frame has.
+    pub fn step(&self) -> u64 {
+        self.step
+    }
+
+    /// Waits until the sender has published the next step; returns its slot (all of its
+    /// `slot_bytes`; the frame inside says how long it is). The bytes are whatever the sender
+    /// wrote: validate before use.
+    pub fn wait_frame<W: Warp>(&self, w: W) -> Result<&[u8], Failure> {
+        let step = self.step;
+        // SAFETY: `tail` and `abort` are valid and atomically accessed (`new`'s contract).
+        unsafe {
+            self.watch
+                .wait(w, self.conn.tail, step, Wait::Data, |tail| step < tail)?;
+        }
+        let offset = (step % NSLOTS) * self.conn.slot_bytes;
+        // SAFETY: slot `step % NSLOTS` lies inside `slots`; the sender published it (acquired
+        // above) and writes it again only after `release` gives the credit back.
+        Ok(unsafe { core::slice::from_raw_parts(self.conn.slots.add(offset as usize), self.conn.slot_bytes as usize) })
+    }
+
+    /// Gives the slot of [`RecvConn::wait_frame`] back to the sender; every lane is done
+    /// reading it.
+    pub fn release<W: Warp>(&mut self, w: W) {
+        // every lane: no more reads of the slot after this meeting point
+        w.sync(W::FULL);
+        self.step += 1;
+        if w.lane_id() == 0 {
+            // SAFETY: `head` is valid and only this warp writes it (`new`'s contract).
+            unsafe { w.store_release(self.conn.head, self.step, Scope::System) };
+        }
+    }
+}

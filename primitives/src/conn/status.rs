@@ -1,0 +1,196 @@
+//! Typed connection errors and the status record that carries them from a kernel to the host.
+//!
+//! A status record is [`STATUS_WORDS`] `u32`s: `[code, a, b, step]`, where `step` is the FIFO
+//! step (saturated) at which the failure happened. Zero everywhere means "no failure". Codes are
+//! ABI (append only):
+//!
+//! | code                | [`ConnError`]                   | `a`                 | `b`         |
+//! |---------------------|---------------------------------|---------------------|-------------|
+//! | 1..=13              | `Frame(e)`: a received frame was rejected | `e`'s record (the frame-status table of `kernels::codec`) | |
+//! | `0x100` + 1..=13    | `Encode(e)`: a frame could not be written | as above           |             |
+//! | [`code::FRAME_LENGTH`] | `FrameLength`                | `expected`          | `found`     |
+//! | [`code::TIMEOUT`]   | `Timeout(wait)`                 | `wait` (0 credit, 1 data) | 0     |
+//! | [`code::ABORTED`]   | `Aborted`                       | 0                   | 0           |
+//! | [`code::NO_FRAME_ELEMS`] | `NoFrameElems`             | 0                   | 0           |
+//! | [`code::SLOT_TOO_SMALL`] | `SlotTooSmall`             | `need`              | `have`      |
+//! | [`code::STAGE_TOO_SMALL`] | `StageTooSmall`           | `need`              | `have`      |
+
+use crate::kernels::codec::{error_record, frame_error};
+use zipcoll_device::frame::FrameError;
+
+/// `u32` words of a status record: `[code, a, b, step]`.
+pub const STATUS_WORDS: usize = 4;
+
+/// The status codes beyond the frame errors (see the module table). Stable: append only.
+pub mod code {
+    /// Added to a frame error's code when the sender's encoder failed.
+    pub const ENCODE: u32 = 0x100;
+    /// A frame held another number of elements than the schedule expects.
+    pub const FRAME_LENGTH: u32 = 0x200;
+    /// A wait reached its spin limit.
+    pub const TIMEOUT: u32 = 0x201;
+    /// Another rank raised the abort word.
+    pub const ABORTED: u32 = 0x202;
+    /// `frame_elems` is 0.
+    pub const NO_FRAME_ELEMS: u32 = 0x203;
+    /// A slot cannot hold a frame of `frame_elems` elements.
+    pub const SLOT_TOO_SMALL: u32 = 0x204;
+    /// The staging buffer cannot hold `frame_elems` elements.
+    pub const STAGE_TOO_SMALL: u32 = 0x205;
+}
+
+/// What a timed-out wait waited for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// The sender waited for the receiver to free a slot (`head`).
+    Credit = 0,
+    /// The receiver waited for the sender to publish a frame (`tail`).
+    Data = 1,
+}
+
+/// Why a connection (and the collective using it) failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnError {
+    /// A received frame failed validation or decoding; nothing of it was used.
+    Frame(FrameError),
+    /// A received frame was valid but held `found` elements where the schedule expects `expected`.
+    FrameLength { expected: u32, found: u32 },
+    /// The encoder could not write a frame into a slot.
+    Encode(FrameError),
+    /// A wait made `spin_limit` polls without its peer moving: a dead or stuck peer.
+    Timeout(Wait),
+    /// Another rank failed and raised the abort word.
+    Aborted,
+    /// `frame_elems` is 0 while there are elements to move.
+    NoFrameElems,
+    /// A slot of `have` bytes cannot hold the `need` bytes of a full frame.
+    SlotTooSmall { need: u64, have: u64 },
+    /// The staging buffer of `have` bytes cannot hold the `need` bytes of a chunk.
+    StageTooSmall { need: u64, have: u64 },
+}
+
+/// A [`ConnError`] and the FIFO step at which it happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// The step of the connection that failed (0 for configuration errors).
+    pub step: u64,
+    /// What went wrong.
+    pub error: ConnError,
+}
+
+impl core::fmt::Display for Failure {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let step = self.step;
+        match self.error {
+            ConnError::Frame(e) => write!(f, "frame of step {step} rejected: {e}"),
+            ConnError::FrameLength { expected, found } => {
+                write!(f, "frame of step {step} holds {found} elements, expected {expected}")
+            }
+            ConnError::Encode(e) => write!(f, "cannot encode the frame of step {step}: {e}"),
+            ConnError::Timeout(Wait::Credit) => write!(f, "timed out waiting for credit at step {step}"),
+            ConnError::Timeout(Wait::Data) => write!(f, "timed out waiting for the frame of step {step}"),
+            ConnError::Aborted => write!(f, "aborted by another rank at step {step}"),
+            ConnError::NoFrameElems => write!(f, "frame_elems is 0"),
+            ConnError::SlotTooSmall { need, have } => write!(f, "slots of {have} bytes, a frame needs {need}"),
+            ConnError::StageTooSmall { need, have } => {
+                write!(f, "staging buffer of {have} bytes, a chunk needs {need}")
+            }
+        }
+    }
+}
+
+/// `v` as a `u32`, saturated.
+fn sat(v: u64) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
+
+impl Failure {
+    /// The status record of this failure (see the module table).
+    pub fn record(&self) -> [u32; STATUS_WORDS] {
+        let [c, a, b] = match self.error {
+            ConnError::Frame(e) => error_record(&e),
+            ConnError::Encode(e) => {
+                let [c, a, b] = error_record(&e);
+                [code::ENCODE + c, a, b]
+            }
+            ConnError::FrameLength { expected, found } => [code::FRAME_LENGTH, expected, found],
+            ConnError::Timeout(wait) => [code::TIMEOUT, wait as u32, 0],
+            ConnError::Aborted => [code::ABORTED, 0, 0],
+            ConnError::NoFrameElems => [code::NO_FRAME_ELEMS, 0, 0],
+            ConnError::SlotTooSmall { need, have } => [code::SLOT_TOO_SMALL, sat(need), sat(have)],
+            ConnError::StageTooSmall { need, have } => [code::STAGE_TOO_SMALL, sat(need), sat(have)],
+        };
+        [c, a, b, sat(self.step)]
+    }
+
+    /// The failure a status record holds; `None` for the all-zero record (no failure) and for
+    /// records no failure writes. `reason` becomes a `Corrupt` frame error's reason (the record
+    /// cannot carry it).
+    pub fn from_record(r: [u32; STATUS_WORDS], reason: &'static str) -> Option<Failure> {
+        let [c, a, b, step] = r;
+        let error = match c {
+            code::FRAME_LENGTH => ConnError::FrameLength { expected: a, found: b },
+            code::TIMEOUT => ConnError::Timeout(match a {
+                0 => Wait::Credit,
+                1 => Wait::Data,
+                _ => return None,
+            }),
+            code::ABORTED => ConnError::Aborted,
+            code::NO_FRAME_ELEMS => ConnError::NoFrameElems,
+            code::SLOT_TOO_SMALL => ConnError::SlotTooSmall {
+                need: a.into(),
+                have: b.into(),
+            },
+            code::STAGE_TOO_SMALL => ConnError::StageTooSmall {
+                need: a.into(),
+                have: b.into(),
+            },
+            c if c > code::ENCODE && c < code::FRAME_LENGTH => {
+                ConnError::Encode(frame_error(c - code::ENCODE, a, b, reason)?)
+            }
+            c => ConnError::Frame(frame_error(c, a, b, reason)?),
+        };
+        Some(Failure {
+            step: step.into(),
+            error,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zipcoll_device::codec::CodecId;
+
+    #[test]
+    fn records_map_back_to_the_failure() {
+        let errors = [
+            ConnError::Frame(FrameError::HeaderChecksum { stored: 1, computed: 2 }),
+            ConnError::Frame(FrameError::Corrupt {
+                codec: CodecId::ExpAns,
+                offset: 40,
+                reason: "r",
+            }),
+            ConnError::Encode(FrameError::OutputTooSmall { need: 64, have: 32 }),
+            ConnError::FrameLength { expected: 7, found: 3 },
+            ConnError::Timeout(Wait::Credit),
+            ConnError::Timeout(Wait::Data),
+            ConnError::Aborted,
+            ConnError::NoFrameElems,
+            ConnError::SlotTooSmall { need: 96, have: 64 },
+            ConnError::StageTooSmall { need: 128, have: 16 },
+        ];
+        for (i, error) in errors.into_iter().enumerate() {
+            let f = Failure { step: i as u64, error };
+            assert_eq!(Failure::from_record(f.record(), "r"), Some(f), "{f}");
+        }
+    }
+
+    #[test]
+    fn zero_and_unknown_records_are_none() {
+        assert_eq!(Failure::from_record([0; 4], ""), None);
+        assert_eq!(Failure::from_record([code::TIMEOUT, 2, 0, 0], ""), None);
+        assert_eq!(Failure::from_record([0x300, 0, 0, 0], ""), None);
+        assert_eq!(Failure::from_record([code::ENCODE, 0, 0, 0], ""), None);
+    }
+}
