@@ -8,16 +8,35 @@
 //! | [`amd_kernel_summary`]   | `llvm-readelf --notes`      | target + one line per kernel's resources |
 
 /// Drops what churns without a code change: comments, `.loc`/`.file` lines, blank lines,
-/// trailing whitespace, and the crate hashes inside mangled Rust symbols (they depend on the
-/// checkout's path).
+/// trailing whitespace, and the hashes that depend on the checkout's path (crate hashes inside
+/// mangled Rust symbols, the hash in the names of anonymous constants).
 pub fn normalize_ptx_line(line: &str) -> Option<String> {
     let code = line.split("//").next().unwrap_or("").trim_end();
     let t = code.trim_start();
     if t.is_empty() || t.starts_with(".loc") || t.starts_with(".file") {
         None
     } else {
-        Some(strip_crate_hashes(code))
+        Some(strip_anon_hashes(&strip_crate_hashes(code)))
     }
+}
+
+/// Replaces the hash in LLVM's names of anonymous constants: `anon_$_<32 hex>_$_7` becomes
+/// `anon_$_H_$_7`.
+pub fn strip_anon_hashes(code: &str) -> String {
+    const OPEN: &str = "anon_$_";
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code;
+    while let Some(at) = rest.find(OPEN) {
+        out.push_str(&rest[..at + OPEN.len()]);
+        rest = &rest[at + OPEN.len()..];
+        let hex = rest.bytes().take_while(u8::is_ascii_hexdigit).count();
+        if hex > 0 && rest[hex..].starts_with("_$_") {
+            out.push('H');
+            rest = &rest[hex..];
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Removes the crate disambiguators of v0-mangled symbols: `Cs<base62>_<len><name>` becomes
@@ -148,6 +167,15 @@ mod tests {
             "[_RINvNtNtCs_14zipcoll_device5codec_param_4];"
         );
         assert_eq!(strip_crate_hashes("mov.b32 %r1, Cs; CsX_y"), "mov.b32 %r1, Cs; CsX_y");
+    }
+
+    #[test]
+    fn anonymous_constant_hashes_are_stripped() {
+        assert_eq!(
+            strip_anon_hashes(".global .b8 anon_$_d808560cb2c256fd729b5c44fa2b6901_$_13[27] = {99};"),
+            ".global .b8 anon_$_H_$_13[27] = {99};"
+        );
+        assert_eq!(strip_anon_hashes("anon_$_zz"), "anon_$_zz");
     }
 
     #[test]
