@@ -12,6 +12,12 @@
 //! | `Sim`                  | the CPU simulator rejected or aborted a launch                    |
 //! | `Frame`                | a frame was rejected by the frame codec (which frame, which [`FrameError`]) |
 //! | `Stream`               | a stream's frames do not fit together (element counts, offsets, lengths) |
+//! | `Timeout`              | a peer did not answer within the configured timeout (bootstrap, transport, collective) |
+//! | `Remote`               | a peer failed, closed its connection or sent something malformed   |
+//! | `Bootstrap`            | the rendezvous cannot complete: bad unique id, ranks that disagree |
+//! | `Io`                   | a socket or file operation failed                                 |
+//! | `Collective`           | a collective failed on this rank's device side (a rejected frame, a timeout, an abort) |
+//! | `Aborted`              | the communicator was aborted (by `abort()` or an earlier failure)  |
 
 use zipcoll_device::codec::CodecId;
 use zipcoll_device::dtype::DType;
@@ -91,6 +97,49 @@ pub enum Error {
         /// What does not fit.
         reason: String,
     },
+    /// A peer did not answer in time.
+    #[error("timed out after {after:?} waiting for {what}")]
+    Timeout {
+        /// What was waited for (which peer, which step).
+        what: String,
+        /// The configured limit.
+        after: std::time::Duration,
+    },
+    /// A peer failed, went away, or sent something malformed.
+    #[error("rank {rank}: {reason}")]
+    Remote {
+        /// The peer's rank (`usize::MAX` when not known yet).
+        rank: usize,
+        /// What happened.
+        reason: String,
+    },
+    /// The rendezvous of the ranks cannot complete.
+    #[error("bootstrap: {0}")]
+    Bootstrap(String),
+    /// A socket or file operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// The operation.
+        what: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A collective failed on this rank's device side.
+    #[error("{collective} failed on rank {rank}, channel {channel}: {failure}")]
+    Collective {
+        /// The collective's name.
+        collective: &'static str,
+        /// This rank.
+        rank: usize,
+        /// The channel (warp) that failed first.
+        channel: usize,
+        /// What failed, at which FIFO step.
+        failure: zipcoll_primitives::conn::Failure,
+    },
+    /// The communicator was aborted.
+    #[error("the communicator was aborted")]
+    Aborted,
 }
 
 /// `Result` with this crate's [`Error`].

@@ -2,7 +2,7 @@
 //! reference for 2..=8 ranks, several dtypes, ops and sizes, with compression off and each
 //! forced codec (so off == every codec bit for bit); codec frames really travel; a corrupted
 //! frame is reported by its receiver and never reduced or forwarded; a silent rank makes the
-//! others fail within the spin limit.
+//! others fail within the time limit.
 
 mod sim_ring;
 
@@ -145,7 +145,7 @@ fn codec_frames_really_travel() {
 fn corrupt_first_frame<E: Compression>(flip: usize) -> (Vec<Option<Failure>>, u64, bool) {
     let (nranks, n) = (3, 3 * FRAME_ELEMS);
     let mut ring = Ring::new(nranks, SLOT_BYTES);
-    ring.spin_limit = 20_000;
+    ring.timeout_ns = 300_000_000;
     let inputs: Vec<Vec<u16>> = (0..nranks).map(|r| input::<Bf16>(r, n)).collect();
     let mut outputs = vec![vec![0u16; n]; nranks];
     let dst: Vec<usize> = outputs.iter_mut().map(|o| o.as_mut_ptr() as usize).collect();
@@ -218,7 +218,7 @@ fn a_corrupted_frame_is_reported_never_reduced() {
 fn a_silent_rank_makes_the_others_fail_not_hang() {
     let (nranks, n) = (4, 4 * FRAME_ELEMS);
     let mut ring = Ring::new(nranks, SLOT_BYTES);
-    ring.spin_limit = 20_000;
+    ring.timeout_ns = 300_000_000;
     let inputs: Vec<Vec<u32>> = (0..nranks).map(|r| input::<F32>(r, n)).collect();
     let mut outputs = vec![vec![0u32; n]; nranks];
     let dst: Vec<usize> = outputs.iter_mut().map(|o| o.as_mut_ptr() as usize).collect();

@@ -16,6 +16,11 @@ pub trait Grid: Copy {
     fn grid_dim(self) -> u32;
     /// Barrier for every (non-exited) thread of the block; orders block-shared memory.
     fn block_sync(self);
+    /// A wall clock in nanoseconds, for timeouts: monotonic within a launch, with a device-
+    /// dependent resolution (about 1 us on NVIDIA's `%globaltimer`, 10 ns on AMD's 100 MHz
+    /// `s_memrealtime`, the host's monotonic clock on the simulator). Only differences mean
+    /// anything.
+    fn clock_ns(self) -> u64;
 }
 
 /// The block's dynamic shared memory (sized at launch).

@@ -21,7 +21,7 @@
 //! | 72     | 8    | `stage_bytes` | its size                                                      |
 //! | 80     | 8    | `abort`       | `*mut u32` shared by every rank of the launch: nonzero = stop |
 //! | 88     | 8    | `status`      | `*mut u32`: this channel's [`super::STATUS_WORDS`]-word status record |
-//! | 96     | 8    | `spin_limit`  | polls a wait makes before it reports a timeout               |
+//! | 96     | 8    | `timeout_ns`  | nanoseconds a wait lasts before it reports a timeout         |
 
 /// Slots per FIFO: the most frames a sender may run ahead of its receiver.
 pub const NSLOTS: u64 = 8;
@@ -63,7 +63,7 @@ pub struct ChannelDesc {
     pub abort: *mut u32,
     /// This channel's status record.
     pub status: *mut u32,
-    /// Polls per wait before a timeout.
-    pub spin_limit: u64,
+    /// Nanoseconds a wait lasts before it reports a timeout.
+    pub timeout_ns: u64,
 }
 const _: () = assert!(core::mem::size_of::<ChannelDesc>() == 104);

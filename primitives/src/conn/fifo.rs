@@ -7,11 +7,14 @@ use super::status::{ConnError, Failure, Wait};
 use zipcoll_device::codec::LaneOut;
 use zipcoll_targets::{Scope, Warp};
 
-/// What every wait of a channel shares: the abort word and the spin limit.
+/// A wait reads the clock once per this many polls.
+pub const CLOCK_EVERY: u32 = 64;
+
+/// What every wait of a channel shares: the abort word and the time limit.
 #[derive(Clone, Copy)]
 struct Watch {
     abort: *mut u32,
-    spin_limit: u64,
+    timeout_ns: u64,
 }
 
 impl Watch {
@@ -19,9 +22,10 @@ impl Watch {
     /// lane, after a warp sync that orders every lane's later accesses after the acquire.
     ///
     /// Only lane 0 spins (with no warp operation inside the loop, as NCCL's single polling
-    /// thread); the other lanes wait for it at the shuffle that shares the outcome. On the
-    /// simulator a spinning lane 0 with the others parked is "no progress", so the scheduler's
-    /// timeout backs up the spin limit.
+    /// thread); the other lanes wait for it at the shuffle that shares the outcome. The clock is
+    /// read once per [`CLOCK_EVERY`] polls; the wait gives up once `timeout_ns` have passed since
+    /// it began. On the simulator a spinning lane 0 with the others parked is "no progress", so
+    /// the scheduler's own timeout must be longer than `timeout_ns`.
     ///
     /// # Safety
     /// `counter` and `self.abort` are valid, aligned, and only accessed atomically by others.
@@ -36,7 +40,8 @@ impl Watch {
         // lane 0: 0 ready, 1 aborted, 2 timed out; the other lanes: nothing yet
         let mut outcome = 0u32;
         if w.lane_id() == 0 {
-            let mut polls = 0u64;
+            let start = w.clock_ns();
+            let mut polls = 0u32;
             // SAFETY: forwarded from the caller.
             while !ready(unsafe { w.load_acquire(counter, Scope::System) }) {
                 // SAFETY: forwarded from the caller.
@@ -44,11 +49,11 @@ impl Watch {
                     outcome = 1;
                     break;
                 }
-                if polls >= self.spin_limit {
+                polls = polls.wrapping_add(1);
+                if polls % CLOCK_EVERY == 0 && w.clock_ns().wrapping_sub(start) > self.timeout_ns {
                     outcome = 2;
                     break;
                 }
-                polls += 1;
             }
         }
         // every lane: lane 0's outcome
@@ -93,7 +98,7 @@ impl SendConn {
             conn: ch.send,
             watch: Watch {
                 abort: ch.abort,
-                spin_limit: ch.spin_limit,
+                timeout_ns: ch.timeout_ns,
             },
             step: w.shfl_idx(W::FULL, step, 0),
         }
@@ -145,7 +150,7 @@ impl RecvConn {
             conn: ch.recv,
             watch: Watch {
                 abort: ch.abort,
-                spin_limit: ch.spin_limit,
+                timeout_ns: ch.timeout_ns,
             },
             step: w.shfl_idx(W::FULL, step, 0),
         }

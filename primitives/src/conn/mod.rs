@@ -34,7 +34,7 @@
 //! at step `s + NSLOTS`: no write-after-read race.
 //!
 //! Waits are bounded: each poll also reads the launch's shared `abort` word, and after
-//! `spin_limit` polls a wait gives up with [`ConnError::Timeout`]. A rank that fails writes its
+//! `timeout_ns` nanoseconds a wait gives up with [`ConnError::Timeout`]. A rank that fails writes its
 //! status record and raises `abort`, so its peers stop with [`ConnError::Aborted`] instead of
 //! waiting out their limit. After a failure the connection is dead (its counters are not
 //! rewound); after a success the receiver's `head` equals the sender's `tail`, and the next

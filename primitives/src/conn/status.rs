@@ -27,7 +27,7 @@ pub mod code {
     pub const ENCODE: u32 = 0x100;
     /// A frame held another number of elements than the schedule expects.
     pub const FRAME_LENGTH: u32 = 0x200;
-    /// A wait reached its spin limit.
+    /// A wait reached its time limit.
     pub const TIMEOUT: u32 = 0x201;
     /// Another rank raised the abort word.
     pub const ABORTED: u32 = 0x202;
@@ -57,7 +57,7 @@ pub enum ConnError {
     FrameLength { expected: u32, found: u32 },
     /// The encoder could not write a frame into a slot.
     Encode(FrameError),
-    /// A wait made `spin_limit` polls without its peer moving: a dead or stuck peer.
+    /// A wait lasted `timeout_ns` without its peer moving: a dead or stuck peer.
     Timeout(Wait),
     /// Another rank failed and raised the abort word.
     Aborted,

@@ -65,8 +65,8 @@ pub struct Ring {
     stages: Vec<DeviceBytes>,
     status: Vec<[AtomicU32; STATUS_WORDS]>,
     abort: AtomicU32,
-    /// Polls per wait before a timeout.
-    pub spin_limit: u64,
+    /// Nanoseconds a wait lasts before a timeout.
+    pub timeout_ns: u64,
 }
 
 // SAFETY: the `UnsafeCell` memory is written only by the simulated ranks, through the FIFO
@@ -91,7 +91,7 @@ impl Ring {
             stages: (0..nranks).map(|_| device_bytes(words)).collect(),
             status: (0..nranks).map(|_| Default::default()).collect(),
             abort: AtomicU32::new(0),
-            spin_limit: 1 << 22,
+            timeout_ns: 20_000_000_000,
         }
     }
 
@@ -115,7 +115,7 @@ impl Ring {
             stage_bytes: self.slot_bytes as u64,
             abort: self.abort.as_ptr(),
             status: self.status[r][0].as_ptr(),
-            spin_limit: self.spin_limit,
+            timeout_ns: self.timeout_ns,
         }
     }
 

@@ -28,4 +28,9 @@ impl<const W: u32> Grid for Wave<W> {
         amdgpu::s_barrier();
         fence(Ordering::Acquire);
     }
+    #[inline(always)]
+    fn clock_ns(self) -> u64 {
+        // the constant 100 MHz real-time counter of gfx9 and later
+        amdgpu::s_memrealtime() * 10
+    }
 }

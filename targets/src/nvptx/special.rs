@@ -34,6 +34,13 @@ impl Grid for NvptxWarp {
         // for block_sync, as in CUDA).
         unsafe { nvptx::_syncthreads() }
     }
+    #[inline(always)]
+    fn clock_ns(self) -> u64 {
+        let t: u64;
+        // SAFETY: reads the %globaltimer special register; no memory is accessed.
+        unsafe { asm!("mov.u64 {t}, %globaltimer;", t = out(reg64) t) };
+        t
+    }
 }
 
 impl SharedMem for NvptxWarp {
