@@ -69,7 +69,7 @@ pub mod sample;
 pub use self::entropy::{entropy_bits_q16, log2_q16, Q16_ONE};
 pub use self::model::{CodecCost, TransportModel, CODECS, NET, NVLINK};
 pub use self::predict::{lower_bound_bytes, predict, Predictions};
-pub use self::sample::{Sample, CHUNK_WORDS, REGIONS, SAMPLE_MAX_BYTES};
+pub use self::sample::{sampled_words, word_bytes, Sample, CHUNK_WORDS, REGIONS, SAMPLE_MAX_BYTES};
 
 use crate::codec::CodecId;
 use crate::dtype::Split;

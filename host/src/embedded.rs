@@ -27,34 +27,27 @@ pub enum AmdArch {
     Gfx950,
 }
 
-/// The PTX module for `arch`, if the GPU toolchain was present at build time.
+/// The PTX module for `arch`, if it was built (the GPU toolchain was present at build time and
+/// `ZIPCOLL_GPU_ARCHS`, when set, named it).
 pub(crate) fn ptx(arch: NvArch) -> Option<&'static str> {
-    #[cfg(zipcoll_kernels)]
-    {
-        Some(match arch {
-            NvArch::Sm80 => include_str!(env!("ZIPCOLL_ARTIFACT_SM_80")),
-            NvArch::Sm90 => include_str!(env!("ZIPCOLL_ARTIFACT_SM_90")),
-        })
-    }
-    #[cfg(not(zipcoll_kernels))]
-    {
-        let _ = arch;
-        None
+    match arch {
+        #[cfg(zipcoll_sm_80)]
+        NvArch::Sm80 => Some(include_str!(env!("ZIPCOLL_ARTIFACT_SM_80"))),
+        #[cfg(zipcoll_sm_90)]
+        NvArch::Sm90 => Some(include_str!(env!("ZIPCOLL_ARTIFACT_SM_90"))),
+        #[allow(unreachable_patterns)]
+        _ => None,
     }
 }
 
-/// The AMD code object for `arch`, if the GPU toolchain was present at build time.
+/// The AMD code object for `arch`, if it was built (as [`ptx`]).
 pub(crate) fn amd_code_object(arch: AmdArch) -> Option<&'static [u8]> {
-    #[cfg(zipcoll_kernels)]
-    {
-        Some(match arch {
-            AmdArch::Gfx942 => include_bytes!(env!("ZIPCOLL_ARTIFACT_GFX942")),
-            AmdArch::Gfx950 => include_bytes!(env!("ZIPCOLL_ARTIFACT_GFX950")),
-        })
-    }
-    #[cfg(not(zipcoll_kernels))]
-    {
-        let _ = arch;
-        None
+    match arch {
+        #[cfg(zipcoll_gfx942)]
+        AmdArch::Gfx942 => Some(include_bytes!(env!("ZIPCOLL_ARTIFACT_GFX942"))),
+        #[cfg(zipcoll_gfx950)]
+        AmdArch::Gfx950 => Some(include_bytes!(env!("ZIPCOLL_ARTIFACT_GFX950"))),
+        #[allow(unreachable_patterns)]
+        _ => None,
     }
 }

@@ -25,7 +25,9 @@
 
 pub mod backend;
 pub mod codec;
+pub mod comm;
 pub mod cuda;
+pub mod cuda_mem;
 mod dispatch;
 mod embedded;
 pub mod error;
@@ -36,6 +38,7 @@ pub mod reference;
 pub mod registry;
 mod sim;
 pub mod testdata;
+pub mod transport;
 
 /// The CUDA driver bindings this crate uses, for callers that hold device buffers of their own
 /// (e.g. [`codec::cuda::CudaCodec`]'s arguments, events for timing).

@@ -89,24 +89,38 @@ pub const fn word_bytes<T: Split>() -> usize {
     T::DTYPE.size_bytes() * T::ELEMS_PER_WORD
 }
 
+/// The split words [`Sample::of`] reads of a batch of `n` elements, as `(start, len)` ranges
+/// in ascending order: the whole batch if it holds at most [`SAMPLE_MAX_BYTES`], else that many
+/// bytes in chunks of [`CHUNK_WORDS`] words spread evenly over the batch. (A caller whose batch
+/// is in device memory copies just these ranges.)
+pub fn sampled_words<T: Split>(n: usize) -> impl Iterator<Item = (usize, usize)> {
+    let words = words_of::<T>(n);
+    let max_words = SAMPLE_MAX_BYTES / word_bytes::<T>();
+    let (chunks, whole) = if words <= max_words {
+        (usize::from(words > 0), true)
+    } else {
+        (max_words / CHUNK_WORDS, false)
+    };
+    // chunk c starts at c * words / chunks, rounded down to a sub-block; chunks never overlap
+    // because words / chunks > CHUNK_WORDS
+    (0..chunks).map(move |c| {
+        if whole {
+            (0, words)
+        } else {
+            let start = (c * words / chunks) / SUB_BLOCK * SUB_BLOCK;
+            (start, (words - start).min(CHUNK_WORDS))
+        }
+    })
+}
+
 impl Sample {
     /// The sample of `data` (elements of `T`): the whole batch if it holds at most
     /// [`SAMPLE_MAX_BYTES`], else that many bytes in chunks of [`CHUNK_WORDS`] words spread
     /// evenly over the batch.
     pub fn of<T: Split>(data: &[T::Bits]) -> Sample {
         let mut s = Sample::default();
-        let words = words_of::<T>(data.len());
-        let max_words = SAMPLE_MAX_BYTES / word_bytes::<T>();
-        if words <= max_words {
-            s.add_words::<T>(data, 0, words);
-            return s;
-        }
-        let chunks = max_words / CHUNK_WORDS;
-        // chunk c starts at c * words / chunks, rounded down to a sub-block; chunks never overlap
-        // because words / chunks > CHUNK_WORDS
-        for c in 0..chunks {
-            let start = (c * words / chunks) / SUB_BLOCK * SUB_BLOCK;
-            s.add_words::<T>(data, start, (words - start).min(CHUNK_WORDS));
+        for (start, len) in sampled_words::<T>(data.len()) {
+            s.add_words::<T>(data, start, len);
         }
         s
     }

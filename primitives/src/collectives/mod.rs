@@ -1,11 +1,40 @@
 //! Collectives as schedules of [`crate::prims`] steps, each written once and generic over the
 //! dtype, the operator and the compression, and each with a scalar reference that follows the
-//! same reduction order (so tests compare bit for bit).
+//! same reduction order (so tests compare bit for bit). The host describes a warp's work with a
+//! [`WorkDesc`] (the ABI, with the count / buffer / channel conventions and the validation
+//! rules) and runs it with [`run_work`] or a list of them with [`run_works`].
 //!
-//! | collective                          | schedule per loop of `nranks` chunks                       | reference                              |
-//! |-------------------------------------|------------------------------------------------------------|----------------------------------------|
-//! | [`ring_all_reduce`]                 | send, `k-2` x recv_reduce_send, recv_reduce_copy_send, `k-2` x recv_copy_send, recv | [`ring_all_reduce_reference`] |
+//! | [`Coll`]            | module               | channels | schedule per loop                                           | reference                          |
+//! |---------------------|----------------------|----------|-------------------------------------------------------------|------------------------------------|
+//! | `RingAllReduce`     | [`ring_all_reduce`]  | ring     | send, `k-2` x recv_reduce_send, recv_reduce_copy_send, `k-2` x recv_copy_send, recv | [`ring_all_reduce_reference`] |
+//! | `TwoShotAllReduce`  | [`two_shot`]         | peer     | `k-1` x send, recv_reduce_copy, `k-2` x recv_reduce_copy (NoPre), `k-1` x send, `k-1` x recv | [`two_shot_all_reduce_reference`] |
+//! | `ReduceScatter`     | [`reduce_scatter`]   | ring     | send, `k-2` x recv_reduce_send, recv_reduce_copy            | [`reduce_scatter_reference`]       |
+//! | `AllGather`         | [`all_gather`]       | ring     | copy_send, `k-2` x recv_copy_send, recv                     | [`all_gather_reference`]           |
+//! | `Reduce`            | [`reduce`]           | ring     | by place in the chain: send / recv_reduce_send / recv_reduce_copy (root) | [`reduce_reference`] |
+//! | `Broadcast`         | [`broadcast`]        | ring     | by place in the chain: copy_send (root) / recv_copy_send / recv | the root's `src`               |
+//! | `AllToAll`          | [`all_to_all`]       | peer     | copy own block; per delta `d`, per piece: send, recv         | [`all_to_all_reference`]           |
+//! | `Send` / `Recv`     | [`p2p`]              | one side | send / recv per piece; groups advance frame by frame        | the sent buffer                    |
+//!
+//! `k = nranks`; "ring": one channel, send FIFO to `rank + 1`, recv FIFO from `rank - 1`; "peer":
+//! `k` channels, entry `d` to `rank + d` and from `rank - d`. Every schedule cuts its buffer the
+//! same way on every rank and deals its loops round-robin to the `nparts` warps sharing it;
+//! `count == 0` returns `Ok` at once on every rank. With one rank every collective is a local
+//! copy (with `pre` where it reduces).
 
-mod ring_all_reduce;
+pub mod all_gather;
+pub mod all_to_all;
+pub mod broadcast;
+pub mod p2p;
+pub mod reduce;
+pub mod reduce_scatter;
+pub mod ring_all_reduce;
+pub mod two_shot;
+mod work;
 
-pub use ring_all_reduce::{ring_all_reduce, ring_all_reduce_reference, RingChunks};
+pub use all_gather::all_gather_reference;
+pub use all_to_all::all_to_all_reference;
+pub use reduce::reduce_reference;
+pub use reduce_scatter::reduce_scatter_reference;
+pub use ring_all_reduce::{ring_all_reduce_reference, RingChunks};
+pub use two_shot::two_shot_all_reduce_reference;
+pub use work::{pieces, run_work, run_works, validate, Coll, Job, WorkDesc};

@@ -21,8 +21,13 @@
 //!
 //! which [`ring_all_reduce_reference`] evaluates. Every rank ends with the same bits, and with a
 //! lossless codec they are the bits of compression off. `nranks == 1` is a local `dst = pre(src)`.
+//!
+//! Loop `l` runs on the warp with `part == l % nparts` (over that part's channel). In place
+//! (`src == dst`) works: every step reads `src` of a chunk before or as it writes `dst` of it,
+//! and `dst` of a chunk is written only once its `src` is no longer needed.
 
-use crate::conn::{ChannelDesc, Failure};
+use super::work::Job;
+use crate::conn::Failure;
 use crate::prims::{Compression, Prims};
 use zipcoll_device::dtype::Split;
 use zipcoll_device::reduce::RedOp;
@@ -57,64 +62,23 @@ impl RingChunks {
     }
 }
 
-/// Rank `rank` of `nranks` all-reduces `n` elements of `src` into `dst` with one warp over
-/// channel `ch`, every frame compressed with `E` (see the module docs for the schedule and the
-/// order). Called by every lane of the warp. On failure, lane 0 writes the channel's status
-/// record and raises its abort word, and the error is returned on every lane; `dst` is then
-/// undefined.
+/// The schedule of the module table over this warp's loops, stopping at the first failure.
 ///
 /// # Safety
-/// `src` is valid for `n` reads and `dst` for `n` writes, equal or not overlapping; `ch`
-/// describes live memory as [`crate::conn`]'s tables say (its staging buffer aligned for
-/// `T::Bits`), its `send` FIFO leads to rank `rank + 1` and its `recv` FIFO comes from rank
-/// `rank - 1`, which run this with the same `n`, `nranks` and `frame_elems`; this warp is the
-/// channel's only user.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn ring_all_reduce<W: Warp, T: Split, O: RedOp, E: Compression>(
-    w: W,
-    ch: &ChannelDesc,
-    rank: usize,
-    nranks: usize,
-    src: *const T::Bits,
-    dst: *mut T::Bits,
-    n: usize,
-    frame_elems: usize,
-) -> Result<(), Failure> {
-    if n == 0 {
-        return Ok(());
-    }
-    // SAFETY: forwarded to the caller (the reads of `src` and writes of `dst` stay inside
-    // chunks of `RingChunks`, which lie in `0..n`).
-    let result = unsafe { schedule::<W, T, O, E>(w, ch, rank, nranks, src, dst, n, frame_elems) };
-    if let Err(failure) = &result {
-        report(w, ch, failure);
-    }
-    result
-}
-
-/// The schedule of the module table, stopping at the first failure.
-///
-/// # Safety
-/// As [`ring_all_reduce`].
-#[allow(clippy::too_many_arguments)]
-unsafe fn schedule<W: Warp, T: Split, O: RedOp, E: Compression>(
-    w: W,
-    ch: &ChannelDesc,
-    rank: usize,
-    nranks: usize,
-    src: *const T::Bits,
-    dst: *mut T::Bits,
-    n: usize,
-    frame_elems: usize,
-) -> Result<(), Failure> {
-    let k = nranks;
+/// `job` is validated ([`super::work::validate`]) and [`super::run_work`]'s contract holds.
+pub(crate) unsafe fn schedule<W: Warp, T: Split, O: RedOp, E: Compression>(w: W, job: &Job<T>) -> Result<(), Failure> {
+    let (k, rank, src, dst) = (job.nranks, job.rank, job.src, job.dst);
     let op = O::new(k as u32);
     // SAFETY: forwarded to the caller.
-    let mut p = unsafe { Prims::<W, T, O, E>::new(w, ch, op, frame_elems)? };
-    let chunks = RingChunks { n, nranks, frame_elems };
+    let mut p = unsafe { Prims::<W, T, O, E>::new(w, job.ring(), op, job.frame_elems)? };
+    let chunks = RingChunks {
+        n: job.count,
+        nranks: k,
+        frame_elems: job.frame_elems,
+    };
     let at = |base, c| chunks.chunk(base, c % k);
-    for base in chunks.loops() {
-        // SAFETY (every step): `chunk` gives `start + len <= n` and `len <= frame_elems`.
+    for (_, base) in chunks.loops().enumerate().filter(|(l, _)| job.mine(*l)) {
+        // SAFETY (every step): `chunk` gives `start + len <= count` and `len <= frame_elems`.
         unsafe {
             if k == 1 {
                 let (s, len) = at(base, 0);
@@ -141,19 +105,6 @@ unsafe fn schedule<W: Warp, T: Split, O: RedOp, E: Compression>(
         }
     }
     Ok(())
-}
-
-/// Lane 0 writes `failure`'s status record to the channel and raises the abort word.
-fn report<W: Warp>(w: W, ch: &ChannelDesc, failure: &Failure) {
-    if w.lane_id() == 0 {
-        for (i, word) in failure.record().into_iter().enumerate() {
-            // SAFETY: `status` holds `STATUS_WORDS` words (the channel's contract) and only this
-            // warp writes them.
-            unsafe { w.store_volatile(ch.status.add(i), word) };
-        }
-        // SAFETY: `abort` is valid and only accessed atomically (the channel's contract).
-        unsafe { w.store_release(ch.abort, 1, zipcoll_targets::Scope::System) };
-    }
 }
 
 /// The result of ring all_reduce over `inputs` (one slice of `n` elements per rank) into `out`,

@@ -15,8 +15,8 @@
 //!
 //! | offset | size | field         | meaning                                                       |
 //! |--------|------|---------------|---------------------------------------------------------------|
-//! | 0      | 32   | `send`        | the FIFO to the next rank                                     |
-//! | 32     | 32   | `recv`        | the FIFO from the previous rank                               |
+//! | 0      | 32   | `send`        | the FIFO to the next rank (absent: all null / zero)           |
+//! | 32     | 32   | `recv`        | the FIFO from the previous rank (absent: all null / zero)     |
 //! | 64     | 8    | `stage`       | staging buffer for a received or about-to-be-sent chunk (16-aligned) |
 //! | 72     | 8    | `stage_bytes` | its size                                                      |
 //! | 80     | 8    | `abort`       | `*mut u32` shared by every rank of the launch: nonzero = stop |
@@ -32,7 +32,8 @@ pub const DEFAULT_SLOT_BYTES: u64 = DEFAULT_BUFFER_BYTES / NSLOTS;
 /// Alignment of slots (and of `slot_bytes`): frames start 16-byte aligned.
 pub const SLOT_ALIGN: u64 = 16;
 
-/// One FIFO between a sender and a receiver (see the module table).
+/// One FIFO between a sender and a receiver (see the module table). A null `slots` means "no
+/// FIFO": the side of a [`ChannelDesc`] that holds it is absent.
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
 pub struct ConnDesc {
@@ -46,6 +47,21 @@ pub struct ConnDesc {
     pub slot_bytes: u64,
 }
 const _: () = assert!(core::mem::size_of::<ConnDesc>() == 32);
+
+impl ConnDesc {
+    /// The absent FIFO: every field null or zero.
+    pub const NONE: ConnDesc = ConnDesc {
+        slots: core::ptr::null_mut(),
+        head: core::ptr::null_mut(),
+        tail: core::ptr::null_mut(),
+        slot_bytes: 0,
+    };
+
+    /// Whether this describes a FIFO (non-null `slots`).
+    pub fn present(&self) -> bool {
+        !self.slots.is_null()
+    }
+}
 
 /// One warp's connections and bookkeeping in a ring (see the module table).
 #[derive(Clone, Copy, Debug)]
@@ -67,3 +83,17 @@ pub struct ChannelDesc {
     pub timeout_ns: u64,
 }
 const _: () = assert!(core::mem::size_of::<ChannelDesc>() == 104);
+
+impl ChannelDesc {
+    /// A channel with neither FIFO, no staging buffer, no abort word and no status record: what
+    /// purely local steps (copies) run over.
+    pub const NONE: ChannelDesc = ChannelDesc {
+        send: ConnDesc::NONE,
+        recv: ConnDesc::NONE,
+        stage: core::ptr::null_mut(),
+        stage_bytes: 0,
+        abort: core::ptr::null_mut(),
+        status: core::ptr::null_mut(),
+        timeout_ns: 0,
+    };
+}

@@ -50,7 +50,7 @@ impl Watch {
                     break;
                 }
                 polls = polls.wrapping_add(1);
-                if polls % CLOCK_EVERY == 0 && w.clock_ns().wrapping_sub(start) > self.timeout_ns {
+                if polls.is_multiple_of(CLOCK_EVERY) && w.clock_ns().wrapping_sub(start) > self.timeout_ns {
                     outcome = 2;
                     break;
                 }

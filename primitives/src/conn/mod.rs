@@ -6,7 +6,7 @@
 //! | item              | role                                                                  |
 //! |-------------------|-----------------------------------------------------------------------|
 //! | [`ConnDesc`]      | `#[repr(C)]` descriptor of one FIFO (slots, head, tail, slot size)     |
-//! | [`ChannelDesc`]   | `#[repr(C)]` one warp's ring position: send + recv FIFOs, staging, status |
+//! | [`ChannelDesc`]   | `#[repr(C)]` one warp's ring position: send + recv FIFOs (either may be absent: null `slots`), staging, status |
 //! | [`SendConn`]      | the sender's side: wait for credit, write a slot, publish `tail`      |
 //! | [`RecvConn`]      | the receiver's side: wait for data, read a slot, publish `head`        |
 //! | [`Failure`]       | typed errors (frame rejected, timeout, abort, bad configuration) and their status record |
@@ -46,4 +46,4 @@ mod status;
 
 pub use desc::{ChannelDesc, ConnDesc, DEFAULT_BUFFER_BYTES, DEFAULT_SLOT_BYTES, NSLOTS, SLOT_ALIGN};
 pub use fifo::{RecvConn, SendConn};
-pub use status::{code, ConnError, Failure, Wait, STATUS_WORDS};
+pub use status::{code, ConnError, Failure, Side, Wait, STATUS_WORDS};

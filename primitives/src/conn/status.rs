@@ -14,6 +14,14 @@
 //! | [`code::NO_FRAME_ELEMS`] | `NoFrameElems`             | 0                   | 0           |
 //! | [`code::SLOT_TOO_SMALL`] | `SlotTooSmall`             | `need`              | `have`      |
 //! | [`code::STAGE_TOO_SMALL`] | `StageTooSmall`           | `need`              | `have`      |
+//! | [`code::NO_CONNECTION`] | `NoConnection(side)`        | `side` (0 send, 1 recv) | 0       |
+//! | [`code::UNKNOWN_COLL`] | `UnknownColl(c)`             | `c`                 | 0           |
+//! | [`code::BAD_RANK`]  | `BadRank`                       | `rank`              | `nranks`    |
+//! | [`code::BAD_PART`]  | `BadPart`                       | `part`              | `nparts`    |
+//! | [`code::BAD_PEER`]  | `BadPeer`                       | `peer`              | `nranks`    |
+//! | [`code::OVERLAP`]   | `Overlap`                       | 0                   | 0           |
+//! | [`code::NO_CHANNELS`] | `NoChannels`                  | 0                   | 0           |
+//! | [`code::BAD_COUNT`] | `BadCount`                      | 0                   | 0           |
 
 use crate::kernels::codec::{error_record, frame_error};
 use zipcoll_device::frame::FrameError;
@@ -37,6 +45,32 @@ pub mod code {
     pub const SLOT_TOO_SMALL: u32 = 0x204;
     /// The staging buffer cannot hold `frame_elems` elements.
     pub const STAGE_TOO_SMALL: u32 = 0x205;
+    /// A step needs a side of its channel that the channel does not have.
+    pub const NO_CONNECTION: u32 = 0x206;
+    /// A work descriptor names no known collective.
+    pub const UNKNOWN_COLL: u32 = 0x207;
+    /// A work descriptor's `rank` is not below its `nranks` (or `nranks` is 0).
+    pub const BAD_RANK: u32 = 0x208;
+    /// A work descriptor's `part` is not below its `nparts` (or `nparts` is 0).
+    pub const BAD_PART: u32 = 0x209;
+    /// A work descriptor's peer or root is not a rank of the communicator (or is the rank itself
+    /// for a send or receive).
+    pub const BAD_PEER: u32 = 0x20A;
+    /// A work descriptor's `src` and `dst` overlap in a way its collective does not allow.
+    pub const OVERLAP: u32 = 0x20B;
+    /// A work descriptor with elements to move between ranks has no channels.
+    pub const NO_CHANNELS: u32 = 0x20C;
+    /// A work descriptor's buffers are larger than the address space.
+    pub const BAD_COUNT: u32 = 0x20D;
+}
+
+/// One side of a channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The FIFO this warp sends on.
+    Send = 0,
+    /// The FIFO this warp receives from.
+    Recv = 1,
 }
 
 /// What a timed-out wait waited for.
@@ -67,6 +101,22 @@ pub enum ConnError {
     SlotTooSmall { need: u64, have: u64 },
     /// The staging buffer of `have` bytes cannot hold the `need` bytes of a chunk.
     StageTooSmall { need: u64, have: u64 },
+    /// A step needs this side of the channel, whose FIFO is absent (null `slots`).
+    NoConnection(Side),
+    /// A work descriptor's `coll` is not a [`crate::collectives::Coll`].
+    UnknownColl(u32),
+    /// `rank >= nranks` (or `nranks == 0`).
+    BadRank { rank: u32, nranks: u32 },
+    /// `part >= nparts` (or `nparts == 0`).
+    BadPart { part: u32, nparts: u32 },
+    /// The peer (send, recv) or root (reduce, broadcast) is not another rank / not a rank.
+    BadPeer { peer: u32, nranks: u32 },
+    /// `src` and `dst` overlap other than as the collective's in-place form.
+    Overlap,
+    /// Elements to move between ranks, but `channels` is null.
+    NoChannels,
+    /// The buffers' sizes in bytes overflow.
+    BadCount,
 }
 
 /// A [`ConnError`] and the FIFO step at which it happened.
@@ -95,6 +145,17 @@ impl core::fmt::Display for Failure {
             ConnError::StageTooSmall { need, have } => {
                 write!(f, "staging buffer of {have} bytes, a chunk needs {need}")
             }
+            ConnError::NoConnection(Side::Send) => write!(f, "step {step} sends on a channel without a send FIFO"),
+            ConnError::NoConnection(Side::Recv) => {
+                write!(f, "step {step} receives on a channel without a receive FIFO")
+            }
+            ConnError::UnknownColl(c) => write!(f, "unknown collective {c}"),
+            ConnError::BadRank { rank, nranks } => write!(f, "rank {rank} of {nranks} ranks"),
+            ConnError::BadPart { part, nparts } => write!(f, "part {part} of {nparts} parts"),
+            ConnError::BadPeer { peer, nranks } => write!(f, "peer or root {peer} is not another rank of {nranks}"),
+            ConnError::Overlap => write!(f, "src and dst overlap other than in place"),
+            ConnError::NoChannels => write!(f, "no channels for a collective that moves data between ranks"),
+            ConnError::BadCount => write!(f, "the buffers' sizes overflow"),
         }
     }
 }
@@ -119,6 +180,14 @@ impl Failure {
             ConnError::NoFrameElems => [code::NO_FRAME_ELEMS, 0, 0],
             ConnError::SlotTooSmall { need, have } => [code::SLOT_TOO_SMALL, sat(need), sat(have)],
             ConnError::StageTooSmall { need, have } => [code::STAGE_TOO_SMALL, sat(need), sat(have)],
+            ConnError::NoConnection(side) => [code::NO_CONNECTION, side as u32, 0],
+            ConnError::UnknownColl(c) => [code::UNKNOWN_COLL, c, 0],
+            ConnError::BadRank { rank, nranks } => [code::BAD_RANK, rank, nranks],
+            ConnError::BadPart { part, nparts } => [code::BAD_PART, part, nparts],
+            ConnError::BadPeer { peer, nranks } => [code::BAD_PEER, peer, nranks],
+            ConnError::Overlap => [code::OVERLAP, 0, 0],
+            ConnError::NoChannels => [code::NO_CHANNELS, 0, 0],
+            ConnError::BadCount => [code::BAD_COUNT, 0, 0],
         };
         [c, a, b, sat(self.step)]
     }
@@ -145,6 +214,18 @@ impl Failure {
                 need: a.into(),
                 have: b.into(),
             },
+            code::NO_CONNECTION => ConnError::NoConnection(match a {
+                0 => Side::Send,
+                1 => Side::Recv,
+                _ => return None,
+            }),
+            code::UNKNOWN_COLL => ConnError::UnknownColl(a),
+            code::BAD_RANK => ConnError::BadRank { rank: a, nranks: b },
+            code::BAD_PART => ConnError::BadPart { part: a, nparts: b },
+            code::BAD_PEER => ConnError::BadPeer { peer: a, nranks: b },
+            code::OVERLAP => ConnError::Overlap,
+            code::NO_CHANNELS => ConnError::NoChannels,
+            code::BAD_COUNT => ConnError::BadCount,
             c if c > code::ENCODE && c < code::FRAME_LENGTH => {
                 ConnError::Encode(frame_error(c - code::ENCODE, a, b, reason)?)
             }
@@ -179,6 +260,15 @@ mod tests {
             ConnError::NoFrameElems,
             ConnError::SlotTooSmall { need: 96, have: 64 },
             ConnError::StageTooSmall { need: 128, have: 16 },
+            ConnError::NoConnection(Side::Send),
+            ConnError::NoConnection(Side::Recv),
+            ConnError::UnknownColl(99),
+            ConnError::BadRank { rank: 4, nranks: 4 },
+            ConnError::BadPart { part: 3, nparts: 2 },
+            ConnError::BadPeer { peer: 1, nranks: 2 },
+            ConnError::Overlap,
+            ConnError::NoChannels,
+            ConnError::BadCount,
         ];
         for (i, error) in errors.into_iter().enumerate() {
             let f = Failure { step: i as u64, error };
@@ -192,5 +282,6 @@ mod tests {
         assert_eq!(Failure::from_record([code::TIMEOUT, 2, 0, 0], ""), None);
         assert_eq!(Failure::from_record([0x300, 0, 0, 0], ""), None);
         assert_eq!(Failure::from_record([code::ENCODE, 0, 0, 0], ""), None);
+        assert_eq!(Failure::from_record([code::NO_CONNECTION, 2, 0, 0], ""), None);
     }
 }

@@ -2,9 +2,11 @@
 //! `#[kernel]` attribute emits the GPU entry points and a marker type for the manifest.
 
 pub mod codec;
+mod collective;
 mod reduce_copy;
 mod warp_all_reduce;
 
 pub use codec::{decode_frames, encode_frames, encode_raw_frames, DecodeFrames, EncodeFrames, EncodeRawFrames};
+pub use collective::{collective, collective_coded, Collective, CollectiveCoded};
 pub use reduce_copy::{reduce_copy, ReduceCopy};
 pub use warp_all_reduce::{warp_all_reduce, WarpAllReduce};

@@ -16,8 +16,14 @@
 //! | [`Prims::recv_reduce_copy_send`] | x | x  | x    | x    | `combine(received, pre(src[i]))`        | `dst`, next rank |
 //!
 //! `src` is always a local contribution, so `pre` (the operator's per-contribution step: Avg's
-//! `x / nranks`, identity otherwise) is applied exactly once per contribution; collectives that
-//! only move data use an operator whose `pre` is the identity (`Sum`).
+//! `x / nranks`, identity otherwise) is applied exactly once per contribution; steps whose `src`
+//! is already pre-processed (a partial result, or data that is only moved) run over
+//! [`NoPre<O>`], whose `pre` is the identity and whose `combine` is `O`'s.
+//!
+//! Either side of a channel may be absent (a null `slots` in its [`crate::conn::ConnDesc`]):
+//! [`Prims::new`] does not touch it, and a step that needs it fails with
+//! [`ConnError::NoConnection`]. A channel with neither side ([`ChannelDesc::NONE`]) runs local
+//! copies only.
 //!
 //! Where the chunk lives on the way: a received frame is decoded into `dst` when nothing is
 //! combined with it and `COPY` is set, otherwise into the channel's staging buffer; the value is
@@ -33,43 +39,71 @@ mod compression;
 
 pub use compression::{Compression, Force, Off};
 
-use crate::conn::{ChannelDesc, ConnError, Failure, RecvConn, SendConn};
+use crate::conn::{ChannelDesc, ConnError, Failure, RecvConn, SendConn, Side};
 use core::marker::PhantomData;
 use zipcoll_device::codec::{decode_frame, max_encoded_len, LaneOut};
-use zipcoll_device::dtype::Split;
-use zipcoll_device::reduce::RedOp;
+use zipcoll_device::dtype::{Elem, Split};
+use zipcoll_device::reduce::{RedOp, ReduceOp};
 use zipcoll_targets::Warp;
+
+/// `O` without its per-contribution step: `pre` is the identity, `combine` is `O`'s. For steps
+/// whose local input is already pre-processed (a partial reduction, a reduced result, or data
+/// that is only moved).
+#[derive(Clone, Copy, Debug)]
+pub struct NoPre<O>(pub O);
+
+impl<O: RedOp> RedOp for NoPre<O> {
+    const OP: ReduceOp = O::OP;
+    #[inline(always)]
+    fn new(nranks: u32) -> Self {
+        NoPre(O::new(nranks))
+    }
+    #[inline(always)]
+    fn pre<T: Elem>(self, x: T::Bits) -> T::Bits {
+        x
+    }
+    #[inline(always)]
+    fn combine<T: Elem>(self, a: T::Bits, b: T::Bits) -> T::Bits {
+        self.0.combine::<T>(a, b)
+    }
+}
 
 /// One warp's primitives over one channel, for elements `T`, operator `O` and compression `E`.
 pub struct Prims<W, T: Split, O, E> {
     w: W,
     op: O,
-    send: SendConn,
-    recv: RecvConn,
+    send: Option<SendConn>,
+    recv: Option<RecvConn>,
     stage: *mut T::Bits,
     _encoding: PhantomData<E>,
 }
 
 impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
     /// The primitives of channel `ch` for chunks of up to `frame_elems` elements. Checks that a
-    /// frame of `frame_elems` elements fits a slot and the staging buffer (a typed error, step 0,
-    /// otherwise).
+    /// frame of `frame_elems` elements fits the slots of each present side and, when a side is
+    /// present, the staging buffer (a typed error, step 0, otherwise).
+    ///
+    /// Creating the primitives of a channel again (after dropping the previous value) continues
+    /// where the previous one stopped: the step counters are read back from `tail` and `head`.
     ///
     /// # Safety
-    /// `ch` describes live memory as [`crate::conn`]'s tables say, its staging buffer is aligned
-    /// for `T::Bits`, and this warp is the only user of the channel while the value lives.
+    /// `ch` describes live memory as [`crate::conn`]'s tables say (each side either present or
+    /// all null), its staging buffer is aligned for `T::Bits`, and this warp is the only user of
+    /// the channel while the value lives.
     pub unsafe fn new(w: W, ch: &ChannelDesc, op: O, frame_elems: usize) -> Result<Self, Failure> {
         let config = |error| Err(Failure { step: 0, error });
         if frame_elems == 0 {
             return config(ConnError::NoFrameElems);
         }
+        let (has_send, has_recv) = (ch.send.present(), ch.recv.present());
         let need = max_encoded_len::<T>(frame_elems) as u64;
-        let have = ch.send.slot_bytes.min(ch.recv.slot_bytes);
-        if have < need {
-            return config(ConnError::SlotTooSmall { need, have });
+        for (present, have) in [(has_send, ch.send.slot_bytes), (has_recv, ch.recv.slot_bytes)] {
+            if present && have < need {
+                return config(ConnError::SlotTooSmall { need, have });
+            }
         }
         let need = (frame_elems * T::DTYPE.size_bytes()) as u64;
-        if ch.stage_bytes < need {
+        if (has_send || has_recv) && ch.stage_bytes < need {
             return config(ConnError::StageTooSmall {
                 need,
                 have: ch.stage_bytes,
@@ -78,10 +112,10 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
         Ok(Self {
             w,
             op,
-            // SAFETY: forwarded from the caller.
-            send: unsafe { SendConn::new(w, ch) },
-            // SAFETY: forwarded from the caller.
-            recv: unsafe { RecvConn::new(w, ch) },
+            // SAFETY: forwarded from the caller (the side is present).
+            send: has_send.then(|| unsafe { SendConn::new(w, ch) }),
+            // SAFETY: forwarded from the caller (the side is present).
+            recv: has_recv.then(|| unsafe { RecvConn::new(w, ch) }),
             stage: ch.stage.cast(),
             _encoding: PhantomData,
         })
@@ -89,7 +123,8 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
 
     /// One step over a chunk of `n` elements (see the module table for the flags). Called by
     /// every lane of the warp with the same arguments. On `Err`, `dst` may hold part of a
-    /// rejected frame; nothing of it was combined or sent on.
+    /// rejected frame; nothing of it was combined or sent on. A step that needs an absent side
+    /// fails with [`ConnError::NoConnection`] before it touches anything.
     ///
     /// # Safety
     /// `n` is at most the `frame_elems` given to [`Prims::new`]; `src` is valid for `n` reads when `REDUCE` or not `RECV`; `dst` is
@@ -106,13 +141,25 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
             assert!(SEND || COPY, "a step must send or copy its chunk");
         }
         let w = self.w;
+        let missing = |side| {
+            Err(Failure {
+                step: 0,
+                error: ConnError::NoConnection(side),
+            })
+        };
+        if RECV && self.recv.is_none() {
+            return missing(Side::Recv);
+        }
+        if SEND && self.send.is_none() {
+            return missing(Side::Send);
+        }
         let bytes = n * T::DTYPE.size_bytes();
         // where the chunk's value is computed and sent from
         let target = if COPY { dst } else { self.stage };
-        if RECV {
+        if let (true, Some(recv)) = (RECV, self.recv.as_mut()) {
             let landing = if REDUCE { self.stage } else { target };
-            let step = self.recv.step();
-            let frame = self.recv.wait_frame(w)?;
+            let step = recv.step();
+            let frame = recv.wait_frame(w)?;
             // SAFETY: `landing` is `dst` (valid for `n` writes) or the staging buffer (at least
             // `frame_elems >= n` elements, checked in `new`); only this warp writes it, through
             // `LaneOut`.
@@ -129,7 +176,7 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
                 return Err(Failure { step, error });
             }
             // every lane: `landing[..n]` holds the received chunk, checked against its checksum
-            self.recv.release(w);
+            recv.release(w);
         }
         if REDUCE || !RECV {
             let mut i = w.lane_id() as usize;
@@ -151,9 +198,9 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
             // every lane: `target[..n]` holds the chunk's value, written by all lanes
             w.sync(W::FULL);
         }
-        if SEND {
-            let step = self.send.step();
-            let slot = self.send.wait_slot(w)?;
+        if let (true, Some(send)) = (SEND, self.send.as_mut()) {
+            let step = send.step();
+            let slot = send.wait_slot(w)?;
             // SAFETY: `target[..n]` is initialized (received or computed above) and no lane
             // writes it until the next step, which starts after `post`'s warp sync.
             let input = unsafe { core::slice::from_raw_parts(target.cast_const(), n) };
@@ -161,7 +208,7 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
                 step,
                 error: ConnError::Encode(e),
             })?;
-            self.send.post(w);
+            send.post(w);
         }
         Ok(())
     }

@@ -1,0 +1,62 @@
+//! Device memory of a CUDA communicator: buffers allocated on its device and stream.
+
+use crate::cuda::{cuda_error, CudaGpu};
+use crate::error::Result;
+use cudarc::driver::{CudaSlice, DevicePtr};
+use std::sync::Arc;
+
+/// Zeroed device memory on one GPU.
+pub struct CudaBuffer {
+    gpu: Arc<CudaGpu>,
+    slice: CudaSlice<u8>,
+    ptr: u64,
+}
+
+impl CudaBuffer {
+    /// `len` zeroed bytes on `gpu`.
+    pub fn zeroed(gpu: &Arc<CudaGpu>, len: usize) -> Result<CudaBuffer> {
+        gpu.context().bind_to_thread().map_err(cuda_error("cuCtxSetCurrent"))?;
+        let slice = gpu
+            .stream()
+            .alloc_zeros::<u8>(len.max(1))
+            .map_err(cuda_error("cuMemAlloc"))?;
+        let ptr = slice.device_ptr(gpu.stream()).0;
+        Ok(CudaBuffer {
+            gpu: Arc::clone(gpu),
+            ptr,
+            slice,
+        })
+    }
+
+    /// Bytes held.
+    pub fn len(&self) -> usize {
+        self.slice.len()
+    }
+
+    /// Its device address.
+    pub fn ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// Overwrites the first `data.len()` bytes (the caller checked the length), ordered on the
+    /// device's stream.
+    pub fn write(&mut self, data: &[u8]) -> Result<()> {
+        let stream = self.gpu.stream();
+        let mut view = self.slice.slice_mut(..data.len());
+        stream
+            .memcpy_htod(data, &mut view)
+            .map_err(cuda_error("cuMemcpyHtoD"))?;
+        self.gpu.synchronize()
+    }
+
+    /// A copy of the bytes, after everything on the device's stream.
+    pub fn read(&self) -> Result<Vec<u8>> {
+        let out = self
+            .gpu
+            .stream()
+            .clone_dtoh(&self.slice)
+            .map_err(cuda_error("cuMemcpyDtoH"))?;
+        self.gpu.synchronize()?;
+        Ok(out)
+    }
+}

@@ -1,0 +1,80 @@
+//! Runs a [`Plan`] on the simulator: one simulated warp (block) per plan warp, every block
+//! co-resident (they wait on each other's peers), the generic `run_works` instantiated for the
+//! call's dtype, operator and compression.
+
+use super::plan::Plan;
+use crate::dispatch::{dispatch, dispatch_coder};
+use crate::error::{Error, Result};
+use crate::transport::host_mem::HostWords;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+use zipcoll_device::codec::CodecId;
+use zipcoll_device::dtype::{DType, Split};
+use zipcoll_device::reduce::{RedOp, ReduceOp};
+use zipcoll_primitives::collectives::{run_works, WorkDesc};
+use zipcoll_primitives::conn::STATUS_WORDS;
+use zipcoll_primitives::prims::{Compression, Force, Off};
+use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
+use zipcoll_targets::Grid;
+
+/// The work lists shared with the simulated blocks.
+struct Works<'a>(&'a [WorkDesc], &'a [u32]);
+
+// SAFETY: the descriptors' pointers are used by the kernels under the FIFO protocol only.
+unsafe impl Sync for Works<'_> {}
+
+impl Works<'_> {
+    /// Block `b`'s works.
+    fn of(&self, b: usize) -> &[WorkDesc] {
+        &self.0[self.1[b] as usize..self.1[b + 1] as usize]
+    }
+}
+
+/// Runs `plan` with warps of `W` lanes; returns each warp's status record. `codec` `Raw` is
+/// compression off. `wait` bounds the FIFO waits; the simulator's own no-progress timeout is
+/// set beyond it so the kernels report first.
+pub(crate) fn run<const W: u32>(
+    plan: &mut Plan,
+    dtype: DType,
+    op: ReduceOp,
+    codec: CodecId,
+    wait: Duration,
+) -> Result<Vec<[u32; STATUS_WORDS]>> {
+    let warps = plan.warps();
+    let status = HostWords::zeroed(warps * STATUS_WORDS);
+    plan.bind(plan.channels.as_ptr(), status.ptr(0));
+    let works = Works(&plan.works, &plan.warp_starts);
+    let mut cfg = LaunchConfig::new(warps as u32, W).with_timeout(wait + Duration::from_secs(10));
+    cfg.co_resident_blocks = warps as u32;
+    let launched = dispatch!(dtype, op, |T, O| {
+        dispatch_coder!(codec, |C| go::<W, T, O, Force<C>>(cfg, &works), raw => go::<W, T, O, Off>(cfg, &works))
+    });
+    launched?;
+    let words = status.load();
+    Ok(words
+        .chunks_exact(STATUS_WORDS)
+        .map(|c| [c[0], c[1], c[2], c[3]])
+        .collect())
+}
+
+/// The launch for one instantiation; a panic in a simulated kernel is an [`Error::Sim`].
+fn go<const W: u32, T: Split, O: RedOp, E: Compression>(cfg: LaunchConfig, works: &Works<'_>) -> Result<()> {
+    let kernel = |w: SimWarp<W>| {
+        let mine = works.of(w.block_idx() as usize);
+        // SAFETY: the plan's descriptors point at live buffers, FIFOs and status records of
+        // the communicator (checked by its call), and block `b` is the only user of its
+        // channels; a failure is written to the warp's status record.
+        let _ = unsafe { run_works::<SimWarp<W>, T, O, E>(w, mine) };
+    };
+    match catch_unwind(AssertUnwindSafe(|| launch::<W>(cfg, kernel))) {
+        Ok(r) => r.map_err(|e| Error::Sim(e.to_string())),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "a simulated kernel panicked".into());
+            Err(Error::Sim(msg))
+        }
+    }
+}

@@ -1,0 +1,513 @@
+//! The communicator: ranks that find each other through a TCP bootstrap, connect by a
+//! transport, and run NCCL-shaped collectives whose frames are compressed on the wire.
+//!
+//! | call                                   | NCCL's                 | `count` is                          |
+//! |----------------------------------------|------------------------|-------------------------------------|
+//! | [`Communicator::all_reduce`]           | `ncclAllReduce`        | elements of the buffer              |
+//! | [`Communicator::all_gather`]           | `ncclAllGather`        | elements each rank contributes      |
+//! | [`Communicator::reduce_scatter`]       | `ncclReduceScatter`    | elements each rank receives         |
+//! | [`Communicator::reduce`]               | `ncclReduce`           | elements of the buffer              |
+//! | [`Communicator::broadcast`]            | `ncclBroadcast`        | elements of the buffer              |
+//! | [`Communicator::all_to_all`]           | (grouped send/recv)    | elements per peer block             |
+//! | [`Communicator::send`], [`Communicator::recv`], [`Communicator::group`] | `ncclSend`, `ncclRecv`, `ncclGroupStart/End` | elements |
+//!
+//! Initialization follows NCCL: one rank makes a [`UniqueId`], the others get it (an env var, a
+//! file), every rank calls [`Communicator::init`]; the bootstrap then exchanges each rank's
+//! connection information. Backends: the CPU simulator (one thread per rank, see [`run_sim`])
+//! and CUDA GPUs (one process per GPU).
+//!
+//! ```
+//! use zipcoll_host::comm::{run_sim, Config, Data, Options};
+//! use zipcoll_host::{DType, ReduceOp};
+//! let sums = run_sim(3, Config::sim(), |comm| {
+//!     let x: Vec<f32> = vec![comm.rank() as f32 + 0.5; 1000];
+//!     let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+//!     let mut buf = comm.alloc(bytes.len())?;
+//!     buf.copy_from_host(&bytes)?;
+//!     comm.all_reduce(Data::InPlace(&mut buf), 1000, DType::F32, ReduceOp::Sum, Options::default())?;
+//!     let out = buf.to_host()?;
+//!     Ok(f32::from_le_bytes(out[..4].try_into().unwrap()))
+//! })?;
+//! assert_eq!(sums, vec![4.5; 3]);
+//! # Ok::<(), zipcoll_host::Error>(())
+//! ```
+//!
+//! Compression is a policy of the communicator ([`Config::compression`]) that each call may
+//! override ([`Options::compression`]). After a failure (a peer that timed out, a rejected frame,
+//! [`Communicator::abort`]) the communicator is unusable: every later call returns
+//! [`Error::Aborted`], as NCCL requires a new communicator.
+
+pub mod bootstrap;
+mod buffer;
+mod config;
+mod connect;
+mod cuda_mem;
+mod exec_cuda;
+mod exec_sim;
+mod fabric;
+mod plan;
+
+pub use bootstrap::{Bootstrap, UniqueId};
+pub use buffer::DeviceBuffer;
+pub use config::{Compression, Config, Lossless, TransportKind};
+
+use crate::backend::Backend;
+use crate::dispatch::dispatch_dtype;
+use crate::error::{Error, Result};
+use connect::Links;
+use plan::{CollArgs, P2pOp, Plan};
+use std::sync::atomic::Ordering;
+use std::sync::{Mutex, PoisonError};
+use zipcoll_device::arbitrate::{Arbiter, TransportModel, NET, NVLINK};
+use zipcoll_device::codec::{max_encoded_len, CodecId};
+use zipcoll_device::dtype::{DType, Elem};
+use zipcoll_device::reduce::ReduceOp;
+use zipcoll_primitives::collectives::Coll;
+use zipcoll_primitives::conn::Failure;
+
+/// Per-call overrides of the communicator's settings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// This call's compression (`None`: the communicator's).
+    pub compression: Option<Compression>,
+    /// All_reduce's algorithm.
+    pub algorithm: Algorithm,
+}
+
+/// How all_reduce runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Algorithm {
+    /// Reduce-scatter then all-gather around a ring: `2 (k - 1)` hops, each chunk re-encoded
+    /// at every hop.
+    #[default]
+    Ring,
+    /// Every rank sends each peer its shard once, reduces its own shard, and sends the result
+    /// to every peer: each byte is encoded once per phase.
+    TwoShot,
+}
+
+/// Where a collective reads and writes.
+pub enum Data<'a> {
+    /// One buffer, read and overwritten (for all_gather the contribution is its block `rank`;
+    /// for reduce_scatter the result goes to its block `rank`, as in NCCL).
+    InPlace(&'a mut DeviceBuffer),
+    /// Separate input and output buffers.
+    OutOfPlace {
+        /// The input.
+        src: &'a DeviceBuffer,
+        /// The output.
+        dst: &'a mut DeviceBuffer,
+    },
+}
+
+/// One rank of a communicator (see the module docs).
+pub struct Communicator {
+    rank: usize,
+    nranks: usize,
+    backend: Backend,
+    config: Config,
+    links: Links,
+    /// Calls of one communicator run one at a time (they share the FIFOs).
+    exclusive: Mutex<()>,
+    /// Why the communicator stopped working, once it has.
+    failed: Mutex<Option<String>>,
+}
+
+/// Runs `f` as every rank of an `nranks` communicator on the simulator, one thread per rank;
+/// returns the ranks' results in rank order, or the first rank's error.
+pub fn run_sim<R: Send>(nranks: usize, config: Config, f: impl Fn(Communicator) -> Result<R> + Sync) -> Result<Vec<R>> {
+    let id = UniqueId::new()?;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..nranks)
+            .map(|rank| {
+                let (id, config, f) = (&id, config.clone(), &f);
+                s.spawn(move || f(Communicator::init_with(id, rank, nranks, Backend::Sim, config)?))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Sim("a rank's thread panicked".into())))
+            })
+            .collect()
+    })
+}
+
+impl Communicator {
+    /// Rank `rank` of `nranks` on `device`, with the backend's default [`Config`] and the
+    /// environment's overrides ([`Config::with_env`]).
+    pub fn init(id: &UniqueId, rank: usize, nranks: usize, device: Backend) -> Result<Communicator> {
+        let base = match device {
+            Backend::Sim | Backend::Sim64 => Config::sim(),
+            _ => Config::gpu(),
+        };
+        Self::init_with(id, rank, nranks, device, base.with_env()?)
+    }
+
+    /// Rank `rank` of `nranks` on `device` with `config` (every rank must pass the same
+    /// transport, buffer size and channel count: checked, [`Error::InvalidArgument`] otherwise).
+    pub fn init_with(
+        id: &UniqueId,
+        rank: usize,
+        nranks: usize,
+        device: Backend,
+        config: Config,
+    ) -> Result<Communicator> {
+        config.validate()?;
+        let bootstrap = Bootstrap::init(id, rank, nranks, config.timeout)?;
+        let links = connect::connect(bootstrap, device, &config, id)?;
+        Ok(Communicator {
+            rank,
+            nranks,
+            backend: device,
+            config,
+            links,
+            exclusive: Mutex::new(()),
+            failed: Mutex::new(None),
+        })
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Ranks in the communicator.
+    pub fn nranks(&self) -> usize {
+        self.nranks
+    }
+
+    /// Where this rank's kernels run.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The transport connecting this rank to its peers.
+    pub fn transport(&self) -> TransportKind {
+        self.links.kind()
+    }
+
+    /// `len` zeroed bytes in this rank's device memory.
+    pub fn alloc(&self, len: usize) -> Result<DeviceBuffer> {
+        self.links.alloc(len)
+    }
+
+    /// Stops the communicator: running and later calls return an error. Safe from any thread.
+    pub fn abort(&self) {
+        self.links.abort_word().store(1, Ordering::Release);
+        self.fail("aborted by the caller".into());
+    }
+
+    fn fail(&self, why: String) {
+        let mut f = self.failed.lock().unwrap_or_else(PoisonError::into_inner);
+        f.get_or_insert(why);
+    }
+
+    /// All_reduce of `count` elements.
+    pub fn all_reduce(&self, data: Data<'_>, count: usize, dtype: DType, op: ReduceOp, opts: Options) -> Result<()> {
+        let coll = match opts.algorithm {
+            Algorithm::Ring => Coll::RingAllReduce,
+            Algorithm::TwoShot => Coll::TwoShotAllReduce,
+        };
+        self.collective(coll, data, count, dtype, op, 0, opts)
+    }
+
+    /// All_gather: each rank contributes `count` elements; the output holds `nranks * count`.
+    pub fn all_gather(&self, data: Data<'_>, count: usize, dtype: DType, opts: Options) -> Result<()> {
+        self.collective(Coll::AllGather, data, count, dtype, ReduceOp::Sum, 0, opts)
+    }
+
+    /// Reduce_scatter: the input holds `nranks * count`; each rank gets its `count` elements.
+    pub fn reduce_scatter(
+        &self,
+        data: Data<'_>,
+        count: usize,
+        dtype: DType,
+        op: ReduceOp,
+        opts: Options,
+    ) -> Result<()> {
+        self.collective(Coll::ReduceScatter, data, count, dtype, op, 0, opts)
+    }
+
+    /// Reduce of `count` elements into `root`'s output (other ranks' outputs are untouched).
+    pub fn reduce(
+        &self,
+        data: Data<'_>,
+        count: usize,
+        dtype: DType,
+        op: ReduceOp,
+        root: usize,
+        opts: Options,
+    ) -> Result<()> {
+        self.collective(Coll::Reduce, data, count, dtype, op, root, opts)
+    }
+
+    /// Broadcast of `root`'s `count` input elements into every rank's output.
+    pub fn broadcast(&self, data: Data<'_>, count: usize, dtype: DType, root: usize, opts: Options) -> Result<()> {
+        self.collective(Coll::Broadcast, data, count, dtype, ReduceOp::Sum, root, opts)
+    }
+
+    /// All_to_all: block `q` (of `count` elements) of the input goes to rank `q`, whose output
+    /// block `rank` receives it. Out of place only.
+    pub fn all_to_all(&self, data: Data<'_>, count: usize, dtype: DType, opts: Options) -> Result<()> {
+        if matches!(data, Data::InPlace(_)) {
+            return Err(Error::InvalidArgument("all_to_all is out of place only".into()));
+        }
+        self.collective(Coll::AllToAll, data, count, dtype, ReduceOp::Sum, 0, opts)
+    }
+
+    /// Sends `count` elements of `buf` to `peer` (a group of one).
+    pub fn send(&self, buf: &DeviceBuffer, count: usize, dtype: DType, peer: usize, opts: Options) -> Result<()> {
+        let mut g = self.group();
+        g.send(buf, count, dtype, peer)?;
+        g.launch(opts)
+    }
+
+    /// Receives `count` elements from `peer` into `buf` (a group of one).
+    pub fn recv(&self, buf: &mut DeviceBuffer, count: usize, dtype: DType, peer: usize, opts: Options) -> Result<()> {
+        let mut g = self.group();
+        g.recv(buf, count, dtype, peer)?;
+        g.launch(opts)
+    }
+
+    /// A group of sends and receives that run together ([`Group::launch`]), so that a send and
+    /// a receive to different peers cannot deadlock.
+    pub fn group(&self) -> Group<'_> {
+        Group {
+            comm: self,
+            ops: Vec::new(),
+        }
+    }
+
+    /// The largest frame for `dtype`: it fits a slot and a staging buffer, a multiple of 64
+    /// elements (the same on every rank: the configs agree).
+    fn frame_elems(&self, dtype: DType) -> usize {
+        let slot = self.config.slot_bytes() as usize;
+        let fits = |n: usize| dispatch_dtype!(dtype, |T| max_encoded_len::<T>(n)) <= slot;
+        let mut n = slot / dtype.size_bytes() / 64 * 64;
+        while n > 64 && !fits(n) {
+            n -= 64;
+        }
+        n
+    }
+
+    /// The link model Auto decides with.
+    fn link_model(&self) -> TransportModel {
+        match self.links.kind() {
+            TransportKind::P2p => NVLINK,
+            // the simulator's in-process FIFOs stand in for a network, so Auto's codecs run
+            _ => NET,
+        }
+    }
+
+    /// The codec a call sends with (`Raw`: compression off), for `n` input elements at `src`.
+    fn codec_for(&self, opts: Options, dtype: DType, src: *const u8, n: usize) -> Result<CodecId> {
+        match opts.compression.unwrap_or(self.config.compression) {
+            Compression::Off => Ok(CodecId::Raw),
+            Compression::Lossless(Lossless::Force(c)) => Ok(c),
+            Compression::Lossless(Lossless::Auto) => {
+                let image = self.links.sample(dtype, src, n)?;
+                let arbiter = Arbiter::new(self.link_model());
+                let fe = self.frame_elems(dtype);
+                let plan = dispatch_dtype!(dtype, |T| {
+                    // SAFETY: the image holds `n` elements (the sampled ranges as the input's),
+                    // aligned for any element type, and nothing writes it meanwhile.
+                    let data = unsafe { std::slice::from_raw_parts(image.ptr().cast::<<T as Elem>::Bits>(), n) };
+                    arbiter.plan::<T>(data, fe, u64::MAX)
+                });
+                Ok(plan.choice.map_or(CodecId::Raw, |c| c.codec))
+            }
+        }
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        match &*self.failed.lock().unwrap_or_else(PoisonError::into_inner) {
+            Some(_) => Err(Error::Aborted),
+            None => Ok(()),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn collective(
+        &self,
+        coll: Coll,
+        data: Data<'_>,
+        count: usize,
+        dtype: DType,
+        op: ReduceOp,
+        root: usize,
+        opts: Options,
+    ) -> Result<()> {
+        self.check_usable()?;
+        let (k, size) = (self.nranks, dtype.size_bytes());
+        if root >= k {
+            return Err(Error::InvalidArgument(format!("root {root} of {k} ranks")));
+        }
+        let total = count
+            .checked_mul(k)
+            .and_then(|t| t.checked_mul(size))
+            .filter(|&t| t <= isize::MAX as usize)
+            .ok_or_else(|| Error::InvalidArgument(format!("count {count} x {k} ranks overflows")))?;
+        let block = count * size;
+        // (input bytes, output bytes, in place: input offset into the output buffer)
+        let (in_bytes, out_bytes, in_place_src) = match coll {
+            Coll::AllGather => (block, total, self.rank * block),
+            Coll::ReduceScatter => (total, block, 0),
+            Coll::AllToAll => (total, total, 0),
+            _ => (block, block, 0),
+        };
+        let (src, dst) = match data {
+            Data::InPlace(b) => {
+                self.links.check_buffer(b)?;
+                let need = in_bytes.max(out_bytes);
+                check_len("buffer", b.len(), need)?;
+                let base = b.ptr();
+                match coll {
+                    Coll::ReduceScatter => (base.cast_const(), base.wrapping_add(self.rank * block)),
+                    _ => (base.wrapping_add(in_place_src).cast_const(), base),
+                }
+            }
+            Data::OutOfPlace { src, dst } => {
+                self.links.check_buffer(src)?;
+                self.links.check_buffer(dst)?;
+                check_len("input", src.len(), in_bytes)?;
+                check_len("output", dst.len(), out_bytes)?;
+                (src.ptr().cast_const(), dst.ptr())
+            }
+        };
+        let codec = self.codec_for(opts, dtype, src, in_bytes / size.max(1))?;
+        let frame_elems = self.frame_elems(dtype) as u64;
+        let _one = self.exclusive.lock().unwrap_or_else(PoisonError::into_inner);
+        let args = CollArgs {
+            coll,
+            root,
+            src,
+            dst,
+            count: count as u64,
+            frame_elems,
+        };
+        let mut plan = Plan::collective(self.links.fabric(), args);
+        self.execute(coll_name(coll), &mut plan, dtype, op, codec)
+    }
+
+    /// Runs a plan and turns the first failed warp's status record into an error.
+    fn execute(&self, name: &'static str, plan: &mut Plan, dtype: DType, op: ReduceOp, codec: CodecId) -> Result<()> {
+        let records = self.links.run(plan, dtype, op, codec, self.config.timeout);
+        let records = match records {
+            Ok(r) => r,
+            Err(e) => {
+                self.fail(e.to_string());
+                return Err(e);
+            }
+        };
+        let failed = records
+            .iter()
+            .enumerate()
+            .find_map(|(warp, r)| Failure::from_record(*r, "(reason not recorded)").map(|f| (warp, f)));
+        if let Some((channel, failure)) = failed {
+            let e = self.links.transport_error().unwrap_or(Error::Collective {
+                collective: name,
+                rank: self.rank,
+                channel,
+                failure,
+            });
+            self.fail(e.to_string());
+            return Err(e);
+        }
+        Ok(())
+    }
+}
+
+fn check_len(what: &str, have: usize, need: usize) -> Result<()> {
+    if have < need {
+        return Err(Error::InvalidArgument(format!(
+            "{what} of {have} bytes, the call needs {need}"
+        )));
+    }
+    Ok(())
+}
+
+fn coll_name(c: Coll) -> &'static str {
+    match c {
+        Coll::RingAllReduce => "all_reduce (ring)",
+        Coll::TwoShotAllReduce => "all_reduce (two-shot)",
+        Coll::AllGather => "all_gather",
+        Coll::ReduceScatter => "reduce_scatter",
+        Coll::Reduce => "reduce",
+        Coll::Broadcast => "broadcast",
+        Coll::AllToAll => "all_to_all",
+        Coll::Send => "send",
+        Coll::Recv => "recv",
+    }
+}
+
+/// Sends and receives that run together (see [`Communicator::group`]). The buffers stay
+/// borrowed until [`Group::launch`].
+pub struct Group<'a> {
+    comm: &'a Communicator,
+    ops: Vec<(DType, P2pOp)>,
+}
+
+impl<'a> Group<'a> {
+    fn push(&mut self, send: bool, buf: *mut u8, len: usize, count: usize, dtype: DType, peer: usize) -> Result<()> {
+        if peer >= self.comm.nranks {
+            return Err(Error::InvalidArgument(format!(
+                "peer {peer} of {} ranks",
+                self.comm.nranks
+            )));
+        }
+        let need = count
+            .checked_mul(dtype.size_bytes())
+            .ok_or_else(|| Error::InvalidArgument(format!("count {count} overflows")))?;
+        check_len(if send { "send buffer" } else { "receive buffer" }, len, need)?;
+        let op = P2pOp {
+            send,
+            peer,
+            buf,
+            count: count as u64,
+        };
+        self.ops.push((dtype, op));
+        Ok(())
+    }
+
+    /// Adds a send of `count` elements of `buf` to `peer`.
+    pub fn send(&mut self, buf: &'a DeviceBuffer, count: usize, dtype: DType, peer: usize) -> Result<()> {
+        self.comm.links.check_buffer(buf)?;
+        self.push(true, buf.ptr(), buf.len(), count, dtype, peer)
+    }
+
+    /// Adds a receive of `count` elements from `peer` into `buf`.
+    pub fn recv(&mut self, buf: &'a mut DeviceBuffer, count: usize, dtype: DType, peer: usize) -> Result<()> {
+        self.comm.links.check_buffer(buf)?;
+        self.push(false, buf.ptr(), buf.len(), count, dtype, peer)
+    }
+
+    /// Runs the group: one launch per dtype, in `DType` order on every rank (a send and its
+    /// receive have the same dtype, so they meet in the same launch).
+    pub fn launch(self, opts: Options) -> Result<()> {
+        let comm = self.comm;
+        comm.check_usable()?;
+        let mut dtypes: Vec<DType> = self.ops.iter().map(|(d, _)| *d).collect();
+        dtypes.sort_by_key(|d| *d as u8);
+        dtypes.dedup();
+        for dtype in dtypes {
+            let ops: Vec<P2pOp> = self.ops.iter().filter(|(d, _)| *d == dtype).map(|(_, o)| *o).collect();
+            let first_send = ops.iter().find(|o| o.send);
+            let codec = match first_send {
+                Some(o) => comm.codec_for(opts, dtype, o.buf, o.count as usize)?,
+                None => CodecId::Raw,
+            };
+            let frame_elems = comm.frame_elems(dtype) as u64;
+            let _one = comm.exclusive.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut plan = Plan::group(comm.links.fabric(), &ops, frame_elems);
+            comm.execute("send/recv group", &mut plan, dtype, ReduceOp::Sum, codec)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,137 @@
+//! What one call runs: the warps of a launch, each with its list of [`WorkDesc`]s and the
+//! [`ChannelDesc`]s they use, built from the rank's [`Fabric`] for any backend (the pointers are
+//! bound to where the lists are copied last, by [`Plan::bind`]).
+//!
+//! | call                    | warps                                   | warp's works               | channels per work |
+//! |-------------------------|-----------------------------------------|----------------------------|-------------------|
+//! | a collective            | one per part `p < parts`                | one, `part = p`            | ring: 1, peer kinds: `nranks` |
+//! | a group of sends/recvs  | one per (direction, peer) and part      | the ops to that peer, in call order | 1       |
+
+use super::fabric::Fabric;
+use zipcoll_primitives::collectives::{Coll, WorkDesc};
+use zipcoll_primitives::conn::{ChannelDesc, STATUS_WORDS};
+
+/// The launch of one call (see the module table).
+pub(crate) struct Plan {
+    /// Every channel the works use; `WorkDesc::channels` holds an index here until [`Plan::bind`].
+    pub channels: Vec<ChannelDesc>,
+    /// Every work, warp after warp.
+    pub works: Vec<WorkDesc>,
+    /// Warp `b` runs `works[warp_starts[b]..warp_starts[b + 1]]`.
+    pub warp_starts: Vec<u32>,
+}
+
+/// One point-to-point operation of a group.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct P2pOp {
+    /// `true` for a send.
+    pub send: bool,
+    pub peer: usize,
+    /// The buffer (read for a send, written for a receive).
+    pub buf: *mut u8,
+    pub count: u64,
+}
+
+/// The arguments every work of a collective shares.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CollArgs {
+    pub coll: Coll,
+    pub root: usize,
+    pub src: *const u8,
+    pub dst: *mut u8,
+    pub count: u64,
+    pub frame_elems: u64,
+}
+
+impl Plan {
+    fn new() -> Plan {
+        Plan {
+            channels: Vec::new(),
+            works: Vec::new(),
+            warp_starts: vec![0],
+        }
+    }
+
+    /// Warps in the launch.
+    pub fn warps(&self) -> usize {
+        self.warp_starts.len() - 1
+    }
+
+    fn end_warp(&mut self) {
+        self.warp_starts.push(self.works.len() as u32);
+    }
+
+    fn work(f: &Fabric, a: &CollArgs, part: usize, channel: usize) -> WorkDesc {
+        WorkDesc {
+            coll: a.coll as u32,
+            rank: f.rank as u32,
+            nranks: f.nranks as u32,
+            peer_or_root: a.root as u32,
+            src: a.src,
+            dst: a.dst,
+            count: a.count,
+            frame_elems: a.frame_elems,
+            part: part as u32,
+            nparts: f.parts as u32,
+            channels: channel as *const ChannelDesc,
+            status: core::ptr::null_mut(),
+        }
+    }
+
+    /// A collective over every part of `f`.
+    pub fn collective(f: &Fabric, a: CollArgs) -> Plan {
+        let mut plan = Plan::new();
+        for p in 0..f.parts {
+            let first = plan.channels.len();
+            if a.coll.channels(f.nranks) == 1 {
+                plan.channels.push(f.ring(p));
+            } else {
+                plan.channels.extend(f.peers(p));
+            }
+            plan.works.push(Self::work(f, &a, p, first));
+            plan.end_warp();
+        }
+        plan
+    }
+
+    /// A group of sends and receives: per direction and peer, one warp per part runs that
+    /// peer's ops in call order (a send and a receive, or two peers, never wait on each other).
+    pub fn group(f: &Fabric, ops: &[P2pOp], frame_elems: u64) -> Plan {
+        let mut plan = Plan::new();
+        let mut keys: Vec<(bool, usize)> = ops.iter().map(|o| (o.send, o.peer)).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        for (send, peer) in keys {
+            for p in 0..f.parts {
+                let channel = plan.channels.len();
+                plan.channels
+                    .push(if send { f.sender(peer, p) } else { f.receiver(peer, p) });
+                for op in ops.iter().filter(|o| (o.send, o.peer) == (send, peer)) {
+                    let a = CollArgs {
+                        coll: if send { Coll::Send } else { Coll::Recv },
+                        root: peer,
+                        src: op.buf,
+                        dst: op.buf,
+                        count: op.count,
+                        frame_elems,
+                    };
+                    plan.works.push(Self::work(f, &a, p, channel));
+                }
+                plan.end_warp();
+            }
+        }
+        plan
+    }
+
+    /// Points each work at its channels (copied to `channels_base`) and at its warp's status
+    /// record (`status_base + STATUS_WORDS * warp`).
+    pub fn bind(&mut self, channels_base: *const ChannelDesc, status_base: *mut u32) {
+        for b in 0..self.warps() {
+            let (lo, hi) = (self.warp_starts[b] as usize, self.warp_starts[b + 1] as usize);
+            for w in &mut self.works[lo..hi] {
+                w.channels = channels_base.wrapping_add(w.channels as usize);
+                w.status = status_base.wrapping_add(STATUS_WORDS * b);
+            }
+        }
+    }
+}

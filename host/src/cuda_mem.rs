@@ -1,0 +1,217 @@
+//! CUDA memory the communicator shares beyond its own context, over the driver API that
+//! cudarc's safe layer does not wrap: the bottom layer (`sys` calls) with owned types above it.
+//!
+//! | type            | driver calls                                        | what for                                    |
+//! |-----------------|-----------------------------------------------------|---------------------------------------------|
+//! | [`DeviceAlloc`] | `cuMemAlloc`, `cuMemsetD8`, `cuIpcGetMemHandle`, `cuMemFree` | FIFOs other processes map (P2P)   |
+//! | [`IpcMapping`]  | `cuIpcOpenMemHandle`, `cuIpcCloseMemHandle`         | a peer's FIFOs in this process              |
+//! | [`PinnedHost`]  | `cuMemHostAlloc` (mapped), `cuMemHostGetDevicePointer`, `cuMemFreeHost` | memory kernels and host threads share (NET FIFOs, abort words, status records) |
+//!
+//! Each owned type frees its memory on drop, in the context it was made in (bound first).
+
+use crate::error::{Error, Result};
+use cudarc::driver::sys;
+use cudarc::driver::CudaContext;
+use std::sync::Arc;
+
+/// A driver status as a typed error.
+fn check(call: &'static str, r: sys::CUresult) -> Result<()> {
+    if r == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::Cuda {
+            call,
+            message: format!("{r:?}"),
+        })
+    }
+}
+
+fn bind(ctx: &Arc<CudaContext>) -> Result<()> {
+    ctx.bind_to_thread().map_err(crate::cuda::cuda_error("cuCtxSetCurrent"))
+}
+
+/// Zeroed device memory from `cuMemAlloc` (not from a stream-ordered pool, so it can be
+/// exported to other processes).
+pub struct DeviceAlloc {
+    ctx: Arc<CudaContext>,
+    ptr: sys::CUdeviceptr,
+    len: usize,
+}
+
+// SAFETY: the type owns a device allocation; the address is plain data.
+unsafe impl Send for DeviceAlloc {}
+// SAFETY: as above.
+unsafe impl Sync for DeviceAlloc {}
+
+impl DeviceAlloc {
+    /// `len` (at least 1) zeroed bytes on `ctx`'s device.
+    pub fn zeroed(ctx: &Arc<CudaContext>, len: usize) -> Result<DeviceAlloc> {
+        bind(ctx)?;
+        let mut ptr = 0;
+        let len = len.max(1);
+        // SAFETY: `ptr` is a valid out-pointer; the context is current.
+        check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut ptr, len) })?;
+        let a = DeviceAlloc {
+            ctx: Arc::clone(ctx),
+            ptr,
+            len,
+        };
+        // SAFETY: `len` bytes from `ptr` were just allocated; synchronous memset.
+        check("cuMemsetD8", unsafe { sys::cuMemsetD8_v2(ptr, 0, len) })?;
+        Ok(a)
+    }
+
+    /// The device address.
+    pub fn ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.len
+    }
+
+    /// A handle another process opens with [`IpcMapping::open`] (64 opaque bytes).
+    pub fn ipc_handle(&self) -> Result<[u8; 64]> {
+        bind(&self.ctx)?;
+        let mut h = sys::CUipcMemHandle_st { reserved: [0; 64] };
+        // SAFETY: `h` is a valid out-pointer; `ptr` is the base of a `cuMemAlloc` allocation.
+        check("cuIpcGetMemHandle", unsafe { sys::cuIpcGetMemHandle(&mut h, self.ptr) })?;
+        Ok(h.reserved.map(|c| c as u8))
+    }
+}
+
+impl Drop for DeviceAlloc {
+    fn drop(&mut self) {
+        if bind(&self.ctx).is_ok() {
+            // SAFETY: `ptr` came from `cuMemAlloc` and is freed once; no kernel of this
+            // communicator runs (the owner synchronizes before dropping).
+            let _ = unsafe { sys::cuMemFree_v2(self.ptr) };
+        }
+    }
+}
+
+/// Another process's [`DeviceAlloc`], mapped into this context.
+pub struct IpcMapping {
+    ctx: Arc<CudaContext>,
+    ptr: sys::CUdeviceptr,
+}
+
+// SAFETY: the type owns a mapping; the address is plain data.
+unsafe impl Send for IpcMapping {}
+// SAFETY: as above.
+unsafe impl Sync for IpcMapping {}
+
+impl IpcMapping {
+    /// Maps the allocation `handle` names (peer access enabled on demand).
+    pub fn open(ctx: &Arc<CudaContext>, handle: &[u8; 64]) -> Result<IpcMapping> {
+        bind(ctx)?;
+        let h = sys::CUipcMemHandle_st {
+            reserved: handle.map(|b| b as core::ffi::c_char),
+        };
+        let mut ptr = 0;
+        let flags = sys::CUipcMem_flags_enum::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS as u32;
+        // SAFETY: `ptr` is a valid out-pointer; the driver validates the handle.
+        check("cuIpcOpenMemHandle", unsafe {
+            sys::cuIpcOpenMemHandle_v2(&mut ptr, h, flags)
+        })?;
+        Ok(IpcMapping {
+            ctx: Arc::clone(ctx),
+            ptr,
+        })
+    }
+
+    /// The mapped base address.
+    pub fn ptr(&self) -> u64 {
+        self.ptr
+    }
+}
+
+impl Drop for IpcMapping {
+    fn drop(&mut self) {
+        if bind(&self.ctx).is_ok() {
+            // SAFETY: `ptr` came from `cuIpcOpenMemHandle` and is closed once.
+            let _ = unsafe { sys::cuIpcCloseMemHandle(self.ptr) };
+        }
+    }
+}
+
+/// Pinned host memory mapped into the device: host threads use [`PinnedHost::host`], kernels
+/// [`PinnedHost::device`].
+pub struct PinnedHost {
+    ctx: Arc<CudaContext>,
+    host: *mut u8,
+    device: u64,
+}
+
+// SAFETY: the type owns a pinned allocation; access goes through raw pointers whose users
+// follow the FIFO protocol.
+unsafe impl Send for PinnedHost {}
+// SAFETY: as above.
+unsafe impl Sync for PinnedHost {}
+
+impl PinnedHost {
+    /// `len` (at least 1) zeroed bytes.
+    pub fn zeroed(ctx: &Arc<CudaContext>, len: usize) -> Result<PinnedHost> {
+        bind(ctx)?;
+        let len = len.max(1);
+        let mut host = std::ptr::null_mut();
+        let flags = sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE;
+        // SAFETY: `host` is a valid out-pointer.
+        check("cuMemHostAlloc", unsafe { sys::cuMemHostAlloc(&mut host, len, flags) })?;
+        let mut p = PinnedHost {
+            ctx: Arc::clone(ctx),
+            host: host.cast(),
+            device: 0,
+        };
+        // SAFETY: `len` bytes from `host` were just allocated and nothing else uses them yet.
+        unsafe { std::ptr::write_bytes(p.host, 0, len) };
+        let mut device = 0;
+        // SAFETY: `host` is a mapped pinned allocation; `device` a valid out-pointer.
+        check("cuMemHostGetDevicePointer", unsafe {
+            sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0)
+        })?;
+        p.device = device;
+        Ok(p)
+    }
+
+    /// The host address.
+    pub fn host(&self) -> *mut u8 {
+        self.host
+    }
+
+    /// The address kernels use.
+    pub fn device(&self) -> u64 {
+        self.device
+    }
+}
+
+impl Drop for PinnedHost {
+    fn drop(&mut self) {
+        if bind(&self.ctx).is_ok() {
+            // SAFETY: `host` came from `cuMemHostAlloc` and is freed once; no kernel or proxy
+            // uses it any more (the owner stops them first).
+            let _ = unsafe { sys::cuMemFreeHost(self.host.cast()) };
+        }
+    }
+}
+
+/// Whether `ctx`'s device can access device `peer_ordinal`'s memory directly (NVLink or PCIe
+/// peer access); `false` for the device itself.
+pub fn can_access_peer(ctx: &Arc<CudaContext>, peer_ordinal: usize) -> Result<bool> {
+    let mut peer = 0;
+    let ordinal = core::ffi::c_int::try_from(peer_ordinal)
+        .map_err(|_| Error::InvalidArgument(format!("device ordinal {peer_ordinal}")))?;
+    // SAFETY: `peer` is a valid out-pointer; the driver validates the ordinal.
+    check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut peer, ordinal) })?;
+    let mine = ctx.cu_device();
+    if mine == peer {
+        return Ok(false);
+    }
+    let mut can = 0;
+    // SAFETY: `can` is a valid out-pointer; both devices exist.
+    check("cuDeviceCanAccessPeer", unsafe {
+        sys::cuDeviceCanAccessPeer(&mut can, mine, peer)
+    })?;
+    Ok(can != 0)
+}

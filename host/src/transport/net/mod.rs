@@ -1,0 +1,979 @@
+//! The NET transport: the frames of a connection cross between hosts over TCP, moved by host
+//! proxy threads, as in NCCL's net proxy. The kernels never see a socket: the sending kernel
+//! writes frames into a FIFO in its own host's memory, and the receiving kernel reads them from
+//! a FIFO in its host's memory ([`zipcoll_primitives::conn`]; plain host memory on the
+//! simulator, pinned host memory mapped into the device on GPUs). In between:
+//!
+//! ```text
+//!  rank A                                                        rank B
+//!  kernel --slots,tail--> send FIFO --writer--> TCP --reader--> recv FIFO --slots,tail--> kernel
+//!  kernel <-----head----- send FIFO <--writer-- TCP <--reader-- recv FIFO <-----head----- kernel
+//!                          (head = sent)   (credit = B's head)       (writer reads B's head)
+//! ```
+//!
+//! # Life cycle
+//!
+//! 1. Every rank binds a [`NetListener`] and publishes [`NetListener::addr`] to the others (the
+//!    communicator's bootstrap allgather).
+//! 2. [`NetTransport::connect`] opens [`NetConfig::sockets_per_peer`] TCP streams to each peer:
+//!    the lower rank dials, the higher accepts, and each stream starts with a handshake that
+//!    names the communicator, both ranks and the socket; anything else is dropped.
+//! 3. [`NetTransport::add_send`] / [`NetTransport::add_recv`] register each connection's FIFO
+//!    ([`RawFifo`]); connection `c` to a peer travels on its socket `c % sockets_per_peer`, and
+//!    each side of a connection must register the same index.
+//! 4. [`NetTransport::start`] spawns the proxy threads.
+//! 5. [`NetTransport::shutdown`] closes gracefully: it waits until every published frame is on
+//!    the wire, tells each peer (CLOSE), waits for the peer's CLOSE and joins the threads.
+//!    Dropping the transport without it is an abrupt close: the peers see a failure (ABORT).
+//!
+//! # Threads
+//!
+//! Two per socket, named `zipcoll-net-tx-<peer>.<socket>` and `zipcoll-net-rx-<peer>.<socket>`:
+//!
+//! | thread | reads                                                          | writes                                                     |
+//! |--------|----------------------------------------------------------------|------------------------------------------------------------|
+//! | writer | send FIFOs: `tail` (acquire), then the frame in the slot; the peer's credit (acquire); recv FIFOs: `head` (acquire); the abort word | the socket: DATA, CREDIT, CLOSE, ABORT; send FIFOs: `head = step + 1` (release) once the frame is written; sent-bytes counters |
+//! | reader | the socket; recv FIFOs: `head` (acquire) before it fills a slot | recv FIFOs: the slot, then `tail = step + 1` (release); the credit of a send connection (release); received-bytes counters; the failure and the abort word |
+//! | caller | send FIFOs' `head` and `tail` ([`NetTransport::shutdown`]'s flush), counters, the failure | the stop and closing flags                                 |
+//!
+//! Idle writers spin a few times, then sleep with a back-off up to 100 µs, and 500 µs at a time
+//! once idle for 20 ms (so the first frame after a pause may wait that long); readers block in
+//! `read` with a short socket time-out and recheck the flags.
+//!
+//! # Wire format
+//!
+//! Little-endian. Each socket opens with one handshake record each way (dialer: HELLO,
+//! acceptor: ACK):
+//!
+//! | offset | size | field              |
+//! |--------|------|--------------------|
+//! | 0      | 4    | magic `"ZCNT"`     |
+//! | 4      | 2    | wire version (1)   |
+//! | 6      | 2    | kind: 1 HELLO, 2 ACK |
+//! | 8      | 8    | communicator magic (the caller's) |
+//! | 16     | 4    | from rank          |
+//! | 20     | 4    | to rank            |
+//! | 24     | 4    | socket index       |
+//! | 28     | 4    | sockets per peer   |
+//!
+//! then, in both directions, messages of a 24-byte header and a body:
+//!
+//! | offset | size | field                                                  |
+//! |--------|------|--------------------------------------------------------|
+//! | 0      | 4    | kind: 1 DATA, 2 CREDIT, 3 CLOSE, 4 ABORT                 |
+//! | 4      | 4    | connection index                                       |
+//! | 8      | 8    | DATA: the frame's step; CREDIT: the receiver's `head`  |
+//! | 16     | 4    | bytes of body: DATA: the frame; ABORT: a UTF-8 reason (at most 1 KiB); otherwise 0 |
+//! | 20     | 4    | reserved, 0                                            |
+//!
+//! A DATA body is exactly the frame: its header's `HEADER_BYTES + payload_bytes`, or the whole
+//! slot if that header is invalid or claims more than the slot (the receiving kernel's
+//! validation then reports it; nothing outside the slot is read). The reader checks that the
+//! step is the connection's next and the length fits its slots; anything else is a protocol
+//! error.
+//!
+//! # Flow control
+//!
+//! The writer sends step `s` only once the peer's receiver has credit for it
+//! (`s < credit + NSLOTS`, the credit being the receiving kernel's `head` as the peer's CREDIT
+//! messages report it). So a frame always finds its slot free on arrival, and the reader never
+//! waits for a kernel while later frames of other connections queue behind it on the same
+//! socket: connections sharing a socket cannot block one another. TCP's own window is the
+//! backpressure on the socket as a whole; the rate limit is a token bucket per peer, shared by
+//! its sockets.
+//!
+//! # Memory ordering
+//!
+//! * Sending: the kernel writes slot `s`, then release-stores `tail = s + 1` (System scope). The
+//!   writer acquire-loads `tail > s`, so every byte of the frame is visible before it reads the
+//!   slot; after writing it to the socket it release-stores `head = s + 1`, and the kernel
+//!   acquires `head` before it writes the slot again (step `s + NSLOTS`): the proxy's reads of
+//!   the slot happen before the kernel's next writes.
+//! * Receiving: the kernel finishes reading slot `s - NSLOTS` and release-stores its `head`. The
+//!   reader acquire-loads `head + NSLOTS > s` before it writes slot `s` (the credit protocol
+//!   makes this true on arrival; the local acquire is what orders the accesses, the credit
+//!   only decides when to send), then release-stores `tail = s + 1`, which the kernel acquires
+//!   before it reads the slot.
+//! * Between one rank's threads, the credit words are release/acquire (a number, no data
+//!   travels with them), the counters relaxed, the failure behind a mutex.
+//! * On GPUs the FIFOs are pinned host memory mapped into the device: the kernels' System-scope
+//!   release/acquire pairs with the host's, as between two CPU threads.
+//!
+//! # Failures
+//!
+//! The first failure wins ([`NetTransport::error`]): it is recorded, the abort word is raised
+//! (the kernels poll it), and every writer sends ABORT with the reason to its peer, whose
+//! transport then fails the same way.
+//!
+//! | event                                                                  | error                      |
+//! |------------------------------------------------------------------------|----------------------------|
+//! | a peer's socket closes or resets without CLOSE (it died or dropped its transport) | `Remote { rank, .. }` |
+//! | a peer's ABORT (its transport failed)                                  | `Remote { rank, "aborted: .." }` |
+//! | a malformed message (unknown kind or connection, wrong step, oversize frame) | `Remote { rank, "NET protocol error .." }` |
+//! | a peer that closed gracefully while frames for it are pending          | `Remote { rank, .. }`      |
+//! | no progress for `timeout` while work is pending: a published frame without credit, a socket that takes no bytes, a message cut short | `Timeout` |
+//! | the abort word raised by someone else (a kernel, the communicator)     | `Aborted` (and peers learn it) |
+//!
+//! An idle transport never times out; waits for the local kernel have no limit (the kernels
+//! have their own).
+
+mod pace;
+mod proxy;
+mod setup;
+mod wire;
+
+pub use setup::NetListener;
+
+use crate::error::{Error, Result};
+use pace::{Backoff, TokenBucket};
+use proxy::{CreditOut, Reader, RecvConn, SendConn, SocketState, Wire, Writer};
+use std::collections::HashMap;
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use zipcoll_primitives::conn::{ConnDesc, NSLOTS};
+
+/// The most sockets per peer [`NetConfig::validate`] accepts.
+pub const MAX_SOCKETS_PER_PEER: usize = 64;
+/// The socket time-out after which a blocked proxy rechecks its flags.
+const SOCKET_POLL: Duration = Duration::from_millis(20);
+/// How long an abrupt close lets the writers tell their peers before it closes the sockets.
+const ABORT_LINGER: Duration = Duration::from_millis(200);
+
+/// The NET transport's settings.
+///
+/// | field                    | default | environment variable     |
+/// |--------------------------|---------|--------------------------|
+/// | `sockets_per_peer`       | 2       | `ZIPCOLL_NET_SOCKETS`    |
+/// | `rate_limit_bytes_per_s` | none    | `ZIPCOLL_NET_RATE_LIMIT` (bytes per second: `20000000`, `20M`, `1.5G`, `64Mi`; `0`, `off` or `none`: no limit) |
+/// | `timeout`                | 60 s    | (the communicator's `ZIPCOLL_TIMEOUT_MS`) |
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NetConfig {
+    /// TCP streams per pair of ranks (every rank must use the same number).
+    pub sockets_per_peer: usize,
+    /// At most this many bytes per second to each peer (all its sockets together).
+    pub rate_limit_bytes_per_s: Option<u64>,
+    /// The longest the setup may take, and the longest a proxy may wait on a peer while work
+    /// is pending.
+    pub timeout: Duration,
+}
+
+impl Default for NetConfig {
+    fn default() -> Self {
+        NetConfig {
+            sockets_per_peer: 2,
+            rate_limit_bytes_per_s: None,
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl NetConfig {
+    /// The defaults with the environment's overrides (see the table).
+    pub fn from_env() -> Result<NetConfig> {
+        NetConfig::from_env_over(NetConfig::default())
+    }
+
+    /// `base` with the environment's overrides (see the table); an unparsable value is
+    /// [`Error::InvalidArgument`].
+    pub fn from_env_over(base: NetConfig) -> Result<NetConfig> {
+        NetConfig::from_vars_over(base, |name| {
+            std::env::var_os(name).map(|v| v.to_string_lossy().into_owned())
+        })
+    }
+
+    /// `base` with the overrides `var` returns for the variable names of the table.
+    fn from_vars_over(mut base: NetConfig, var: impl Fn(&str) -> Option<String>) -> Result<NetConfig> {
+        let set = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+        if let Some(v) = set("ZIPCOLL_NET_SOCKETS") {
+            base.sockets_per_peer = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| (1..=MAX_SOCKETS_PER_PEER).contains(n))
+                .ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "ZIPCOLL_NET_SOCKETS={v:?}: expected 1..={MAX_SOCKETS_PER_PEER}"
+                    ))
+                })?;
+        }
+        if let Some(v) = set("ZIPCOLL_NET_RATE_LIMIT") {
+            base.rate_limit_bytes_per_s = parse_rate(&v).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "ZIPCOLL_NET_RATE_LIMIT={v:?}: expected bytes per second (`20M`, `1.5G`, `64Mi`, `off`)"
+                ))
+            })?;
+        }
+        Ok(base)
+    }
+
+    /// Checks the settings: `1..=MAX_SOCKETS_PER_PEER` sockets, a nonzero rate, a nonzero
+    /// timeout.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::InvalidArgument(m));
+        if !(1..=MAX_SOCKETS_PER_PEER).contains(&self.sockets_per_peer) {
+            return bad(format!(
+                "sockets_per_peer {} is not in 1..={MAX_SOCKETS_PER_PEER}",
+                self.sockets_per_peer
+            ));
+        }
+        if self.rate_limit_bytes_per_s == Some(0) {
+            return bad("a rate limit of 0 bytes per second".into());
+        }
+        if self.timeout.is_zero() {
+            return bad("the NET timeout is zero".into());
+        }
+        Ok(())
+    }
+}
+
+/// A rate in bytes per second: a number with an optional SI (`k`, `M`, `G`) or binary (`Ki`,
+/// `Mi`, `Gi`) multiplier and an optional `B` or `B/s`; `Some(None)` for no limit (`0`, `off`,
+/// `none`), `None` if unparsable.
+fn parse_rate(s: &str) -> Option<Option<u64>> {
+    let s = s.trim().to_ascii_lowercase();
+    if s == "off" || s == "none" {
+        return Some(None);
+    }
+    let s = s.strip_suffix("/s").unwrap_or(&s);
+    let s = s.strip_suffix('b').unwrap_or(s).trim_end();
+    let units: [(&str, f64); 6] = [
+        ("ki", 1024.0),
+        ("mi", 1024.0 * 1024.0),
+        ("gi", 1024.0 * 1024.0 * 1024.0),
+        ("k", 1e3),
+        ("m", 1e6),
+        ("g", 1e9),
+    ];
+    let (number, scale) = units
+        .iter()
+        .find_map(|&(u, f)| s.strip_suffix(u).map(|n| (n, f)))
+        .unwrap_or((s, 1.0));
+    let v: f64 = number.trim().parse().ok()?;
+    let bytes = v * scale;
+    if !bytes.is_finite() || bytes < 0.0 || bytes >= u64::MAX as f64 {
+        return None;
+    }
+    let bytes = bytes.round() as u64;
+    Some((bytes > 0).then_some(bytes))
+}
+
+/// The word the kernels poll to stop (the launch's `abort`): the transport raises it (stores
+/// 1) when it fails, and stops and tells its peers when someone else raises it.
+#[derive(Clone, Debug)]
+pub struct AbortWord(AbortRepr);
+
+#[derive(Clone, Debug)]
+enum AbortRepr {
+    Shared(Arc<AtomicU32>),
+    Raw(*mut u32),
+}
+
+// SAFETY: the raw variant is only built by `AbortWord::from_ptr`, whose contract makes the word
+// valid, aligned and atomically accessed for as long as any clone lives; the other is an Arc.
+unsafe impl Send for AbortWord {}
+// SAFETY: as for `Send`: every access is atomic.
+unsafe impl Sync for AbortWord {}
+
+impl AbortWord {
+    /// A word shared through an `Arc` (the simulator's, tests).
+    pub fn new(word: Arc<AtomicU32>) -> AbortWord {
+        AbortWord(AbortRepr::Shared(word))
+    }
+
+    /// The word at `word` (e.g. in pinned host memory that the kernels poll).
+    ///
+    /// # Safety
+    /// `word` is non-null, 4-byte aligned, valid for reads and writes for as long as this
+    /// value or any clone of it lives (a transport holds its clones until it is shut down or
+    /// dropped), and everyone accesses it atomically.
+    pub unsafe fn from_ptr(word: *mut u32) -> AbortWord {
+        AbortWord(AbortRepr::Raw(word))
+    }
+
+    fn word(&self) -> &AtomicU32 {
+        match &self.0 {
+            AbortRepr::Shared(w) => w,
+            // SAFETY: `from_ptr`'s contract: valid, aligned, atomically accessed while we live.
+            AbortRepr::Raw(p) => unsafe { AtomicU32::from_ptr(*p) },
+        }
+    }
+
+    /// Stores 1.
+    pub fn raise(&self) {
+        self.word().store(1, Ordering::Release);
+    }
+
+    /// Whether the word is nonzero.
+    pub fn is_raised(&self) -> bool {
+        self.word().load(Ordering::Acquire) != 0
+    }
+}
+
+/// One connection's FIFO in this host's memory, as the transport's proxy sees it (the layout
+/// of [`ConnDesc`]): `NSLOTS` slots of `slot_bytes` at `slots`, and the `head` and `tail`
+/// counters. For a send connection the proxy is the FIFO's receiver (it reads slots and writes
+/// `head`); for a receive connection it is the sender (it writes slots and `tail`).
+#[derive(Clone, Copy, Debug)]
+pub struct RawFifo {
+    slots: *mut u8,
+    head: *mut u64,
+    tail: *mut u64,
+    slot_bytes: u64,
+}
+
+// SAFETY: `RawFifo::new`'s contract: the memory outlives the transport, and it is shared only
+// with the kernel under the FIFO protocol (counters atomic, slots handed over by them).
+unsafe impl Send for RawFifo {}
+// SAFETY: as for `Send`; `&RawFifo` only gives atomic access to the counters.
+unsafe impl Sync for RawFifo {}
+
+impl RawFifo {
+    /// The FIFO of `NSLOTS` slots of `slot_bytes` at `slots`, with counters `head` and `tail`.
+    ///
+    /// # Safety
+    /// Until the transport it is given to is shut down or dropped:
+    /// * `slots` is valid for reads and writes of `NSLOTS * slot_bytes` bytes, and `head` and
+    ///   `tail` are valid, 8-byte aligned `u64`s, none of them overlapping;
+    /// * only the FIFO's kernel side (one sender or one receiver) and this transport access
+    ///   the memory, following the FIFO protocol of [`zipcoll_primitives::conn`]: the counters
+    ///   atomically, a slot only while the counters hand it over.
+    pub unsafe fn new(slots: *mut u8, head: *mut u64, tail: *mut u64, slot_bytes: u64) -> RawFifo {
+        RawFifo {
+            slots,
+            head,
+            tail,
+            slot_bytes,
+        }
+    }
+
+    /// The FIFO `desc` describes.
+    ///
+    /// # Safety
+    /// As for [`RawFifo::new`] with `desc`'s fields.
+    pub unsafe fn from_desc(desc: &ConnDesc) -> RawFifo {
+        // SAFETY: forwarded to the caller.
+        unsafe { RawFifo::new(desc.slots, desc.head, desc.tail, desc.slot_bytes) }
+    }
+
+    /// Bytes of one slot.
+    pub fn slot_bytes(&self) -> u64 {
+        self.slot_bytes
+    }
+
+    /// What the transport checks before it uses a FIFO: non-null, aligned counters and a slot
+    /// size a message header can describe.
+    fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::InvalidArgument(m));
+        if self.slots.is_null() || self.head.is_null() || self.tail.is_null() {
+            return bad("a NET FIFO with a null pointer".into());
+        }
+        if !self.head.is_aligned() || !self.tail.is_aligned() {
+            return bad("a NET FIFO whose head or tail is not 8-byte aligned".into());
+        }
+        if self.slot_bytes == 0 || self.slot_bytes > u64::from(u32::MAX) {
+            return bad(format!("a NET FIFO slot of {} bytes", self.slot_bytes));
+        }
+        Ok(())
+    }
+
+    /// The `head` counter (frames consumed).
+    fn head(&self) -> &AtomicU64 {
+        // SAFETY: valid, aligned and atomically accessed while the transport lives (`new`'s
+        // contract, checked by `validate` before the transport keeps the FIFO).
+        unsafe { AtomicU64::from_ptr(self.head) }
+    }
+
+    /// The `tail` counter (frames published).
+    fn tail(&self) -> &AtomicU64 {
+        // SAFETY: as for `head`.
+        unsafe { AtomicU64::from_ptr(self.tail) }
+    }
+
+    /// The whole slot of `step`, to read.
+    ///
+    /// # Safety
+    /// The slot is handed to the proxy (published and not yet released) and nobody writes it
+    /// while the slice lives.
+    unsafe fn slot(&self, step: u64) -> &[u8] {
+        let offset = (step % NSLOTS) * self.slot_bytes;
+        // SAFETY: inside the `NSLOTS * slot_bytes` bytes of `slots` (`new`'s contract); no
+        // writer while the slice lives (the caller's).
+        unsafe { std::slice::from_raw_parts(self.slots.add(offset as usize), self.slot_bytes as usize) }
+    }
+
+    /// The first `len` bytes of the slot of `step`, to write.
+    ///
+    /// # Safety
+    /// `len <= slot_bytes`, the slot is free (released by the kernel, not yet published), and
+    /// nobody else accesses it while the slice lives.
+    // `&self` hands out `&mut`: the FIFO is shared memory, and exclusivity comes from the
+    // protocol (the caller's contract), not from Rust's borrows.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn slot_mut(&self, step: u64, len: usize) -> &mut [u8] {
+        let offset = (step % NSLOTS) * self.slot_bytes;
+        // SAFETY: inside `slots` since `len <= slot_bytes`; exclusive while the slice lives
+        // (the caller's contract).
+        unsafe { std::slice::from_raw_parts_mut(self.slots.add(offset as usize), len) }
+    }
+}
+
+/// A failure as recorded (the crate's [`Error`] is not `Clone`).
+#[derive(Clone, Debug)]
+enum Failure {
+    Remote { rank: usize, reason: String },
+    Timeout { what: String, after: Duration },
+    Aborted,
+}
+
+impl Failure {
+    fn to_error(&self) -> Error {
+        match self {
+            Failure::Remote { rank, reason } => Error::Remote {
+                rank: *rank,
+                reason: reason.clone(),
+            },
+            Failure::Timeout { what, after } => Error::Timeout {
+                what: what.clone(),
+                after: *after,
+            },
+            Failure::Aborted => Error::Aborted,
+        }
+    }
+}
+
+/// What every proxy thread of a transport shares.
+struct Shared {
+    my_rank: usize,
+    timeout: Duration,
+    abort: AbortWord,
+    /// Abrupt stop: every thread ends at its next check.
+    stop: AtomicBool,
+    /// Graceful close: writers send CLOSE, a closed socket is no failure.
+    closing: AtomicBool,
+    /// A failure is recorded.
+    failed: AtomicBool,
+    failure: Mutex<Option<Failure>>,
+}
+
+impl Shared {
+    /// Records `f` unless a failure is recorded already, and raises the abort word.
+    fn fail(&self, f: Failure) {
+        let mut first = self.failure.lock().unwrap_or_else(PoisonError::into_inner);
+        if first.is_none() {
+            *first = Some(f);
+        }
+        self.failed.store(true, Ordering::SeqCst);
+        drop(first);
+        self.abort.raise();
+    }
+
+    fn failure(&self) -> Option<Failure> {
+        self.failure.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn failed(&self) -> bool {
+        self.failed.load(Ordering::SeqCst)
+    }
+
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    fn closing(&self) -> bool {
+        self.closing.load(Ordering::SeqCst)
+    }
+}
+
+/// Traffic counters of one peer.
+#[derive(Default)]
+struct PeerCounters {
+    bytes_sent: AtomicU64,
+    bytes_received: AtomicU64,
+    frames_sent: AtomicU64,
+    frames_received: AtomicU64,
+}
+
+/// Traffic to and from one peer so far: frames and their bytes (message headers not counted).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NetPeerStats {
+    /// Frame bytes sent.
+    pub bytes_sent: u64,
+    /// Frame bytes received.
+    pub bytes_received: u64,
+    /// Frames sent.
+    pub frames_sent: u64,
+    /// Frames received.
+    pub frames_received: u64,
+}
+
+/// One socket before [`NetTransport::start`] hands its connections to the threads.
+struct SocketLink {
+    stream: TcpStream,
+    state: Arc<SocketState>,
+    sends: Vec<SendConn>,
+    credits_out: Vec<CreditOut>,
+    recvs: HashMap<u32, RecvConn>,
+    credits_in: HashMap<u32, Arc<AtomicU64>>,
+}
+
+/// One peer: its sockets, FIFOs, counters and rate limit.
+struct PeerLink {
+    rank: usize,
+    sockets: Vec<SocketLink>,
+    counters: Arc<PeerCounters>,
+    bucket: Option<Arc<TokenBucket>>,
+    /// Every send FIFO to the peer (for the flush at shutdown and duplicate checks).
+    send_fifos: Vec<(u32, RawFifo)>,
+    /// Every receive connection index from the peer (duplicate checks).
+    recv_indices: Vec<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Connected,
+    Started,
+    Closed,
+}
+
+/// One rank's NET transport (see the module docs): sockets to its peers and the proxy threads
+/// that move its connections' frames over them.
+pub struct NetTransport {
+    config: NetConfig,
+    shared: Arc<Shared>,
+    peers: Vec<PeerLink>,
+    threads: Vec<JoinHandle<()>>,
+    phase: Phase,
+}
+
+impl NetTransport {
+    /// Connects rank `my_rank` to `peers` (rank, listener address; every peer must list this
+    /// rank in turn): `config.sockets_per_peer` TCP streams each, opened by a handshake that
+    /// carries `comm_magic` (the same on every rank of the communicator, different across
+    /// communicators). Stray connections to `listener` are dropped. Takes at most
+    /// `config.timeout` ([`Error::Timeout`] after it). The transport raises `abort` when it
+    /// fails.
+    pub fn connect(
+        my_rank: usize,
+        listener: NetListener,
+        peers: &[(usize, SocketAddr)],
+        comm_magic: u64,
+        abort: AbortWord,
+        config: &NetConfig,
+    ) -> Result<NetTransport> {
+        config.validate()?;
+        check_peers(my_rank, peers)?;
+        let mut streams = setup::establish(
+            my_rank,
+            &listener,
+            peers,
+            comm_magic,
+            config.sockets_per_peer,
+            config.timeout,
+        )?;
+        drop(listener);
+        let mut links = Vec::new();
+        for (rank, sockets) in std::mem::take(&mut streams) {
+            let sockets = sockets
+                .into_iter()
+                .map(|stream| {
+                    configure(&stream).map_err(|source| Error::Io {
+                        what: format!("configuring a NET socket to rank {rank}"),
+                        source,
+                    })?;
+                    Ok(SocketLink {
+                        stream,
+                        state: Arc::default(),
+                        sends: Vec::new(),
+                        credits_out: Vec::new(),
+                        recvs: HashMap::new(),
+                        credits_in: HashMap::new(),
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            links.push(PeerLink {
+                rank,
+                sockets,
+                counters: Arc::default(),
+                bucket: config.rate_limit_bytes_per_s.map(|r| Arc::new(TokenBucket::new(r))),
+                send_fifos: Vec::new(),
+                recv_indices: Vec::new(),
+            });
+        }
+        Ok(NetTransport {
+            config: config.clone(),
+            shared: Arc::new(Shared {
+                my_rank,
+                timeout: config.timeout,
+                abort,
+                stop: AtomicBool::new(false),
+                closing: AtomicBool::new(false),
+                failed: AtomicBool::new(false),
+                failure: Mutex::new(None),
+            }),
+            peers: links,
+            threads: Vec::new(),
+            phase: Phase::Connected,
+        })
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.shared.my_rank
+    }
+
+    /// The connected peers' ranks, ascending.
+    pub fn peers(&self) -> Vec<usize> {
+        self.peers.iter().map(|p| p.rank).collect()
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &NetConfig {
+        &self.config
+    }
+
+    /// Registers connection `conn_index` to `peer`: the proxy sends the frames the local kernel
+    /// publishes in `fifo`. The peer registers the same index with
+    /// [`NetTransport::add_recv`]. Before [`NetTransport::start`] only; the FIFO continues from
+    /// its counters (`head` frames already sent).
+    pub fn add_send(&mut self, peer: usize, conn_index: usize, fifo: RawFifo) -> Result<()> {
+        let (link, conn, socket) = self.registering(peer, conn_index, fifo)?;
+        if link.send_fifos.iter().any(|(c, _)| *c == conn) {
+            return Err(Error::InvalidArgument(format!(
+                "NET send connection {conn} to rank {peer} is registered twice"
+            )));
+        }
+        let head = fifo.head().load(Ordering::Acquire);
+        let tail = fifo.tail().load(Ordering::Acquire);
+        if tail < head || tail - head > NSLOTS {
+            return Err(Error::InvalidArgument(format!(
+                "NET send FIFO {conn} to rank {peer} has head {head} and tail {tail}"
+            )));
+        }
+        let credit = Arc::new(AtomicU64::new(head));
+        let socket = &mut link.sockets[socket];
+        socket.sends.push(SendConn {
+            index: conn,
+            fifo,
+            next: head,
+            credit: Arc::clone(&credit),
+            stalled_since: None,
+        });
+        socket.credits_in.insert(conn, credit);
+        link.send_fifos.push((conn, fifo));
+        Ok(())
+    }
+
+    /// Registers connection `conn_index` from `peer`: the proxy writes the frames it receives
+    /// into `fifo` for the local kernel. The peer registers the same index with
+    /// [`NetTransport::add_send`]. Before [`NetTransport::start`] only; the FIFO must be at
+    /// rest (`head == tail`) and continues from there.
+    pub fn add_recv(&mut self, peer: usize, conn_index: usize, fifo: RawFifo) -> Result<()> {
+        let (link, conn, socket) = self.registering(peer, conn_index, fifo)?;
+        if link.recv_indices.contains(&conn) {
+            return Err(Error::InvalidArgument(format!(
+                "NET receive connection {conn} from rank {peer} is registered twice"
+            )));
+        }
+        let head = fifo.head().load(Ordering::Acquire);
+        let tail = fifo.tail().load(Ordering::Acquire);
+        if head != tail {
+            return Err(Error::InvalidArgument(format!(
+                "NET receive FIFO {conn} from rank {peer} is not at rest (head {head}, tail {tail})"
+            )));
+        }
+        let socket = &mut link.sockets[socket];
+        socket.recvs.insert(conn, RecvConn { fifo, next: tail });
+        socket.credits_out.push(CreditOut {
+            index: conn,
+            fifo,
+            credited: head,
+        });
+        link.recv_indices.push(conn);
+        Ok(())
+    }
+
+    /// The checks every registration makes; the peer's link, the index as sent, its socket.
+    fn registering(&mut self, peer: usize, conn_index: usize, fifo: RawFifo) -> Result<(&mut PeerLink, u32, usize)> {
+        if self.phase != Phase::Connected {
+            return Err(Error::InvalidArgument(
+                "NET connections are registered before start()".into(),
+            ));
+        }
+        fifo.validate()?;
+        let conn = u32::try_from(conn_index)
+            .map_err(|_| Error::InvalidArgument(format!("NET connection index {conn_index} exceeds u32")))?;
+        let socket = conn_index % self.config.sockets_per_peer;
+        let link = self
+            .peers
+            .iter_mut()
+            .find(|p| p.rank == peer)
+            .ok_or_else(|| Error::InvalidArgument(format!("rank {peer} is not a NET peer of this transport")))?;
+        Ok((link, conn, socket))
+    }
+
+    /// Spawns the proxy threads (a writer and a reader per socket). Once.
+    pub fn start(&mut self) -> Result<()> {
+        if self.phase != Phase::Connected {
+            return Err(Error::InvalidArgument("the NET transport is already started".into()));
+        }
+        self.phase = Phase::Started;
+        if let Err(e) = self.spawn_all() {
+            self.stop_now();
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn spawn_all(&mut self) -> Result<()> {
+        for link in &mut self.peers {
+            for (i, s) in link.sockets.iter_mut().enumerate() {
+                let io = |what: &str, source| Error::Io {
+                    what: format!("{what} for NET socket {i} to rank {}", link.rank),
+                    source,
+                };
+                let clone = |s: &TcpStream| s.try_clone().map_err(|e| io("cloning the stream", e));
+                let mut wire = Wire::new(link.rank, i, clone(&s.stream)?, Arc::clone(&self.shared));
+                wire.bucket = link.bucket.clone();
+                let writer = Writer {
+                    wire,
+                    sends: std::mem::take(&mut s.sends),
+                    credits: std::mem::take(&mut s.credits_out),
+                    state: Arc::clone(&s.state),
+                    counters: Arc::clone(&link.counters),
+                };
+                let reader = Reader {
+                    wire: Wire::new(link.rank, i, clone(&s.stream)?, Arc::clone(&self.shared)),
+                    recvs: std::mem::take(&mut s.recvs),
+                    credits: std::mem::take(&mut s.credits_in),
+                    state: Arc::clone(&s.state),
+                    counters: Arc::clone(&link.counters),
+                };
+                let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
+                    std::thread::Builder::new()
+                        .name(name)
+                        .spawn(f)
+                        .map_err(|e| io("spawning a proxy thread", e))
+                };
+                let tag = format!("{}.{i}", link.rank);
+                self.threads
+                    .push(spawn(format!("zipcoll-net-tx-{tag}"), Box::new(move || writer.run()))?);
+                self.threads
+                    .push(spawn(format!("zipcoll-net-rx-{tag}"), Box::new(move || reader.run()))?);
+            }
+        }
+        Ok(())
+    }
+
+    /// The first failure, if any, as the crate's error: [`Error::Remote`] (a peer failed,
+    /// went away or broke the protocol), [`Error::Timeout`], or [`Error::Aborted`] (the abort
+    /// word was raised by someone else).
+    pub fn error(&self) -> Option<Error> {
+        self.shared.failure().map(|f| f.to_error())
+    }
+
+    /// Traffic with `peer` so far (`None` if it is not a peer).
+    pub fn stats(&self, peer: usize) -> Option<NetPeerStats> {
+        let c = &self.peers.iter().find(|p| p.rank == peer)?.counters;
+        Some(NetPeerStats {
+            bytes_sent: c.bytes_sent.load(Ordering::Relaxed),
+            bytes_received: c.bytes_received.load(Ordering::Relaxed),
+            frames_sent: c.frames_sent.load(Ordering::Relaxed),
+            frames_received: c.frames_received.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Frame bytes sent to `peer` so far (0 for a rank that is not a peer).
+    pub fn bytes_sent(&self, peer: usize) -> u64 {
+        self.stats(peer).map_or(0, |s| s.bytes_sent)
+    }
+
+    /// Frame bytes received from `peer` so far (0 for a rank that is not a peer).
+    pub fn bytes_received(&self, peer: usize) -> u64 {
+        self.stats(peer).map_or(0, |s| s.bytes_received)
+    }
+
+    /// Closes gracefully: waits (up to the timeout) until every frame the kernels published is
+    /// on the wire, tells each peer (CLOSE), waits for each peer's CLOSE (up to the timeout),
+    /// and joins the threads. `Err` with the transport's failure if it failed (now or before);
+    /// the threads are joined either way. Later calls return the same.
+    pub fn shutdown(&mut self) -> Result<()> {
+        match self.phase {
+            Phase::Closed => {}
+            Phase::Connected => {
+                self.phase = Phase::Closed;
+                self.close_sockets();
+            }
+            Phase::Started => {
+                self.flush();
+                self.shared.closing.store(true, Ordering::SeqCst);
+                self.finish(self.config.timeout);
+            }
+        }
+        self.error().map_or(Ok(()), Err)
+    }
+
+    /// Waits until every send FIFO's published frames are sent, the transport fails, or the
+    /// timeout passes (a failure).
+    fn flush(&self) {
+        let deadline = Instant::now() + self.config.timeout;
+        let mut backoff = Backoff::new();
+        loop {
+            if self.shared.failed() {
+                return;
+            }
+            let pending = self.peers.iter().find_map(|p| {
+                let f = p
+                    .send_fifos
+                    .iter()
+                    .find(|(_, f)| f.tail().load(Ordering::Acquire) > f.head().load(Ordering::Acquire))?;
+                Some((p.rank, f.0))
+            });
+            let Some((rank, conn)) = pending else {
+                return;
+            };
+            if Instant::now() >= deadline {
+                self.shared.fail(Failure::Timeout {
+                    what: format!("rank {rank} to take the pending frames of NET connection {conn} at shutdown"),
+                    after: self.config.timeout,
+                });
+                return;
+            }
+            backoff.snooze();
+        }
+    }
+
+    /// Stops abruptly: the writers tell their peers (ABORT), the sockets close, the threads
+    /// are joined.
+    fn stop_now(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.finish(ABORT_LINGER);
+    }
+
+    /// Lets the threads end on their own for up to `linger`, then stops them, closes every
+    /// socket and joins them.
+    fn finish(&mut self, linger: Duration) {
+        let deadline = Instant::now() + linger;
+        while Instant::now() < deadline && !self.threads.iter().all(|t| t.is_finished()) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.close_sockets();
+        for t in self.threads.drain(..) {
+            // a proxy thread does not panic; if one did, there is nothing left to clean up
+            let _ = t.join();
+        }
+        self.phase = Phase::Closed;
+    }
+
+    fn close_sockets(&self) {
+        for s in self.peers.iter().flat_map(|p| &p.sockets) {
+            let _ = s.stream.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+impl Drop for NetTransport {
+    /// An abrupt close unless [`NetTransport::shutdown`] ran: the peers see a failure.
+    fn drop(&mut self) {
+        match self.phase {
+            Phase::Closed => {}
+            Phase::Connected => self.close_sockets(),
+            Phase::Started => self.stop_now(),
+        }
+    }
+}
+
+/// Peer ranks are distinct, not `my_rank`, and fit the handshake's u32.
+fn check_peers(my_rank: usize, peers: &[(usize, SocketAddr)]) -> Result<()> {
+    let bad = |m: String| Err(Error::InvalidArgument(m));
+    if u32::try_from(my_rank).is_err() {
+        return bad(format!("rank {my_rank} exceeds u32"));
+    }
+    for (i, (rank, _)) in peers.iter().enumerate() {
+        if *rank == my_rank {
+            return bad(format!("rank {my_rank} lists itself as a NET peer"));
+        }
+        if u32::try_from(*rank).is_err() {
+            return bad(format!("peer rank {rank} exceeds u32"));
+        }
+        if peers[..i].iter().any(|(r, _)| r == rank) {
+            return bad(format!("NET peer rank {rank} is listed twice"));
+        }
+    }
+    Ok(())
+}
+
+/// Socket options of an established stream: blocking with a short time-out (the proxies
+/// recheck their flags), no Nagle delay.
+fn configure(s: &TcpStream) -> std::io::Result<()> {
+    s.set_nonblocking(false)?;
+    s.set_nodelay(true)?;
+    s.set_read_timeout(Some(SOCKET_POLL))?;
+    s.set_write_timeout(Some(SOCKET_POLL))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string())
+    }
+
+    #[test]
+    fn config_reads_its_variables() {
+        let c = NetConfig::from_vars_over(NetConfig::default(), vars(&[])).unwrap();
+        assert_eq!(c, NetConfig::default());
+        let c = NetConfig::from_vars_over(
+            NetConfig::default(),
+            vars(&[("ZIPCOLL_NET_SOCKETS", " 4 "), ("ZIPCOLL_NET_RATE_LIMIT", "20M")]),
+        )
+        .unwrap();
+        assert_eq!(c.sockets_per_peer, 4);
+        assert_eq!(c.rate_limit_bytes_per_s, Some(20_000_000));
+        for bad in [
+            ("ZIPCOLL_NET_SOCKETS", "0"),
+            ("ZIPCOLL_NET_SOCKETS", "two"),
+            ("ZIPCOLL_NET_SOCKETS", "65"),
+            ("ZIPCOLL_NET_RATE_LIMIT", "fast"),
+            ("ZIPCOLL_NET_RATE_LIMIT", "-5M"),
+        ] {
+            let pairs: &'static [(&str, &str)] = Box::leak(Box::new([bad]));
+            let r = NetConfig::from_vars_over(NetConfig::default(), vars(pairs));
+            assert!(matches!(r, Err(Error::InvalidArgument(_))), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn rates_parse_with_units() {
+        assert_eq!(parse_rate("1000"), Some(Some(1000)));
+        assert_eq!(parse_rate("20M"), Some(Some(20_000_000)));
+        assert_eq!(parse_rate("20 MB/s"), Some(Some(20_000_000)));
+        assert_eq!(parse_rate("1.5g"), Some(Some(1_500_000_000)));
+        assert_eq!(parse_rate("64Mi"), Some(Some(64 << 20)));
+        assert_eq!(parse_rate("2KiB"), Some(Some(2048)));
+        assert_eq!(parse_rate("off"), Some(None));
+        assert_eq!(parse_rate("0"), Some(None));
+        assert_eq!(parse_rate("M"), None);
+        assert_eq!(parse_rate("1e30"), None);
+        assert_eq!(parse_rate("nan"), None);
+    }
+
+    #[test]
+    fn validation_rejects_what_cannot_work() {
+        assert!(NetConfig::default().validate().is_ok());
+        let zero = NetConfig {
+            sockets_per_peer: 0,
+            ..NetConfig::default()
+        };
+        assert!(zero.validate().is_err());
+        let stopped = NetConfig {
+            rate_limit_bytes_per_s: Some(0),
+            ..NetConfig::default()
+        };
+        assert!(stopped.validate().is_err());
+    }
+}

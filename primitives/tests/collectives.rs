@@ -1,0 +1,148 @@
+//! Every collective on the simulator transport (`sim_net`), run through work descriptors
+//! (`run_works`): every rank's output bit-identical to the scalar reference, for 2..=8 ranks,
+//! 1 and 3 parts, in place and out of place, sizes 0, 1, under a loop and several loops with a
+//! partial last one, compression off and every forced codec; every dtype x operator on one
+//! size; one rank.
+
+mod common;
+mod sim_net;
+
+use common::{check, sizes, Rng, COLLECTIVES};
+use zipcoll_device::codec::{ExpAns, ExpWindow, FixedLen, Huffman};
+use zipcoll_device::dtype::{Bf16, Split, F16, F32, F8E4M3, F8E5M2};
+use zipcoll_device::reduce::{Avg, Max, Min, Prod, RedOp, Sum};
+use zipcoll_primitives::collectives::Coll;
+use zipcoll_primitives::prims::{Compression, Force, Off};
+
+/// One case of the sweep: `coll` on `k` ranks with a rotation of parts, in-place and roots.
+fn case<T: Split, O: RedOp, E: Compression>(coll: Coll, k: usize, i: usize, g: &mut Rng) {
+    let s = sizes(coll, k, g);
+    let nparts = [1, 3][i % 2];
+    let in_place = coll != Coll::AllToAll && (i / 2) % 2 == 1;
+    let root = g.range(0, k);
+    // one of the small sizes and the several-loop size
+    for count in [s[i % 3], s[3]] {
+        check::<T, O, E>(coll, k, nparts, root, count, in_place, g.next() % 1000);
+    }
+}
+
+/// The sweep of one compression: every collective, nranks 2..=8, bf16 and f32, sum and max.
+fn sweep<E: Compression>(seed: u64) {
+    let mut g = Rng(seed);
+    for coll in COLLECTIVES {
+        for k in 2..=8 {
+            let i = k + coll as usize;
+            case::<Bf16, Sum, E>(coll, k, i, &mut g);
+            case::<Bf16, Max, E>(coll, k, i + 1, &mut g);
+            case::<F32, Sum, E>(coll, k, i + 2, &mut g);
+            case::<F32, Max, E>(coll, k, i + 3, &mut g);
+        }
+    }
+}
+
+#[test]
+fn off_matches_the_references() {
+    sweep::<Off>(1);
+}
+
+#[test]
+fn fixed_len_matches_the_references() {
+    sweep::<Force<FixedLen>>(2);
+}
+
+#[test]
+fn exp_window_matches_the_references() {
+    sweep::<Force<ExpWindow>>(3);
+}
+
+#[test]
+fn exp_ans_matches_the_references() {
+    sweep::<Force<ExpAns>>(4);
+}
+
+#[test]
+fn huffman_matches_the_references() {
+    sweep::<Force<Huffman>>(5);
+}
+
+/// `coll` with `T`, `O` on 3 ranks, several loops, the compression and parts rotating with `i`.
+fn one<T: Split, O: RedOp>(coll: Coll, i: usize, g: &mut Rng) {
+    let (k, count) = (3, sizes(coll, 3, g)[3]);
+    let nparts = [1, 3][i % 2];
+    let in_place = coll != Coll::AllToAll && i % 3 == 1;
+    let root = i % k;
+    let seed = g.next() % 1000;
+    match i % 5 {
+        0 => check::<T, O, Off>(coll, k, nparts, root, count, in_place, seed),
+        1 => check::<T, O, Force<FixedLen>>(coll, k, nparts, root, count, in_place, seed),
+        2 => check::<T, O, Force<ExpWindow>>(coll, k, nparts, root, count, in_place, seed),
+        3 => check::<T, O, Force<ExpAns>>(coll, k, nparts, root, count, in_place, seed),
+        _ => check::<T, O, Force<Huffman>>(coll, k, nparts, root, count, in_place, seed),
+    }
+}
+
+/// Every operator of `T` over every collective.
+fn every_op<T: Split>(g: &mut Rng) {
+    for (c, coll) in COLLECTIVES.into_iter().enumerate() {
+        one::<T, Sum>(coll, c, g);
+        one::<T, Prod>(coll, c + 1, g);
+        one::<T, Min>(coll, c + 2, g);
+        one::<T, Max>(coll, c + 3, g);
+        one::<T, Avg>(coll, c + 4, g);
+    }
+}
+
+#[test]
+fn every_dtype_and_op_bf16_f16() {
+    let mut g = Rng(11);
+    every_op::<Bf16>(&mut g);
+    every_op::<F16>(&mut g);
+}
+
+#[test]
+fn every_dtype_and_op_f32() {
+    every_op::<F32>(&mut Rng(12));
+}
+
+#[test]
+fn every_dtype_and_op_fp8() {
+    let mut g = Rng(13);
+    every_op::<F8E4M3>(&mut g);
+    every_op::<F8E5M2>(&mut g);
+}
+
+#[test]
+fn one_rank_is_a_local_copy() {
+    let mut g = Rng(14);
+    for coll in COLLECTIVES {
+        for (i, count) in sizes(coll, 1, &mut g).into_iter().enumerate() {
+            let in_place = coll != Coll::AllToAll && i % 2 == 1;
+            check::<F32, Avg, Off>(coll, 1, 1 + i % 2, 0, count, in_place, 3);
+            check::<F8E5M2, Prod, Force<Huffman>>(coll, 1, 1, 0, count, in_place, 4);
+        }
+    }
+}
+
+#[test]
+fn the_inputs_hold_special_values() {
+    fn has<T: Split>() {
+        let x = common::input::<T>(1, 400, 0);
+        let f: Vec<f32> = x.iter().map(|&b| T::to_f32(b)).collect();
+        assert!(f.iter().any(|v| v.is_nan()), "{:?}", T::DTYPE);
+        assert!(f.iter().any(|v| *v == 0.0 && v.is_sign_negative()), "{:?}", T::DTYPE);
+        assert!(f.iter().any(|v| *v != 0.0 && v.is_finite()), "{:?}", T::DTYPE);
+        let nans: Vec<_> = x.iter().filter(|&&b| T::to_f32(b).is_nan()).collect();
+        assert!(
+            nans.windows(2).any(|w| w[0] != w[1]),
+            "{:?}: one NaN payload only",
+            T::DTYPE
+        );
+    }
+    has::<Bf16>();
+    has::<F16>();
+    has::<F32>();
+    has::<F8E4M3>();
+    has::<F8E5M2>();
+    let inf = common::input::<F32>(0, 400, 0);
+    assert!(inf.iter().any(|&b| f32::from_bits(b).is_infinite()));
+}
