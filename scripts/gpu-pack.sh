@@ -4,11 +4,15 @@
 # .gpu/bin.tgz.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked --example reduce_copy --bin zipcoll-bench --bin zipcoll
+cargo build --release --locked --example reduce_copy --example all_reduce --bin zipcoll-bench --bin zipcoll --bin zipcoll-comm
 rm -rf .gpu && mkdir -p .gpu/bin
-for b in target/release/examples/reduce_copy target/release/zipcoll-bench target/release/zipcoll; do
+T=${CARGO_TARGET_DIR:-target}
+for b in $T/release/examples/reduce_copy $T/release/examples/all_reduce $T/release/zipcoll-bench $T/release/zipcoll $T/release/zipcoll-comm; do
   strip -o ".gpu/bin/$(basename "$b")" "$b"
 done
+# The sm_90 PTX too: gpu-run.sh compiles it ahead of time (ptxas --split-compile) so that no
+# process waits for the driver's JIT of the whole module.
+cp target/gpu/sm_90/nvptx64-nvidia-cuda/release/zipcoll_kernels.ptx .gpu/bin/zipcoll_kernels.sm_90.ptx
 # One compressed archive (the embedded PTX is text): the device tool carries at most 64 MiB.
 tar -C .gpu -czf .gpu/bin.tgz bin && rm -rf .gpu/bin
 ls -la .gpu

@@ -12,6 +12,9 @@
 # | tensors     | a small GPT trained a few steps: weights, gradients, activations            |
 # | bench       | zipcoll-bench codec on N(0,1) and the tensors; nvCOMP ANS/Bitcomp on the same |
 # | inspect     | `zipcoll inspect --gpu` over the tensors                                    |
+# | comm        | the all_reduce example on every GPU; `zipcoll-comm check` over P2P and NET (bit for bit vs the reference and the simulator), NCCL on the same inputs within float tolerance; `zipcoll-comm kill` over both |
+# | comm_sanitizer | the all_reduce example, small, every rank under compute-sanitizer memcheck |
+# | comm_bench  | `zipcoll-comm bench` over P2P and NET, NCCL's bench on NVLink and on its socket transport (loopback) |
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 LOGS=$OUT/logs
@@ -32,6 +35,16 @@ run() { # name, command...: runs it, logs to $OUT/<name>.log, remembers failures
 }
 tar -xzf .gpu/bin.tgz -C .gpu
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/summary.log"
+# Compile the module once for this machine's GPUs (all cores) instead of a driver JIT in every
+# process; every binary loads it through ZIPCOLL_CUDA_MODULE.
+PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+start=$(date +%s)
+if "$PTXAS" -arch=sm_90 --split-compile 0 .gpu/bin/zipcoll_kernels.sm_90.ptx -o /tmp/zipcoll.sm_90.cubin; then
+  export ZIPCOLL_CUDA_MODULE=/tmp/zipcoll.sm_90.cubin
+  echo "ptxas sm_90: $(( $(date +%s) - start )) s" | tee -a "$OUT/summary.log"
+else
+  echo "ptxas failed: the binaries JIT the embedded PTX" | tee -a "$OUT/summary.log"
+fi
 for step in $STEPS; do
   case $step in
     example) run example .gpu/bin/reduce_copy --backend cuda ;;
@@ -44,6 +57,23 @@ for step in $STEPS; do
       run bench_normal .gpu/bin/zipcoll-bench codec --sizes "${BENCH_SIZES:-1M,16M,256M,1G}" --dtype bf16,f16,f32,f8e4m3 --out "$LOGS/bench_normal.csv"
       run bench_tensors .gpu/bin/zipcoll-bench codec --files $T --out "$LOGS/bench_tensors.csv"
       run nvcomp python3 benches/gpu/nvcomp_baseline.py $T ;;
+    comm)
+      run comm_example .gpu/bin/all_reduce --count 3000000
+      for t in p2p net; do
+        rm -rf $T/dump_$t
+        run comm_check_$t .gpu/bin/zipcoll-comm check --transport $t --dump $T/dump_$t
+        run nccl_compare_$t python3 benches/gpu/nccl_collectives.py compare $T/dump_$t
+        run comm_kill_$t .gpu/bin/zipcoll-comm kill --transport $t --timeout-ms 10000
+      done ;;
+    comm_sanitizer)
+      run comm_sanitizer compute-sanitizer --target-processes all --tool memcheck --error-exitcode 3 .gpu/bin/all_reduce --count 100000 ;;
+    comm_bench)
+      S=${COMM_SIZES:-1M,16M,128M,1G}
+      run comm_bench_p2p .gpu/bin/zipcoll-comm bench --transport p2p --sizes $S
+      run nccl_bench_nvlink python3 benches/gpu/nccl_collectives.py bench nvlink $S
+      run comm_bench_net .gpu/bin/zipcoll-comm bench --transport net --sizes $S
+      NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_SOCKET_NTHREADS=2 NCCL_NSOCKS_PERTHREAD=4 \
+        run nccl_bench_socket python3 benches/gpu/nccl_collectives.py bench socket $S ;;
     inspect)
       for f in normal_bf16:bf16 weights_bf16:bf16 grads_f32:f32 acts_bf16:bf16 weights_f16:f16 weights_f8e4m3:f8e4m3 grads_f8e5m2:f8e5m2; do
         echo "--- ${f%%:*}"; .gpu/bin/zipcoll inspect $T/${f%%:*}.bin --dtype ${f##*:} --gpu

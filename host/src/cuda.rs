@@ -97,6 +97,42 @@ impl KernelModule for Arc<CudaModule> {
     }
 }
 
+/// The module to load for `arch`: the file `ZIPCOLL_CUDA_MODULE` names when it is set (a
+/// `.cubin` compiled ahead of time from this build's PTX, e.g. with `ptxas --split-compile`,
+/// which spares every process the driver's JIT of the whole module; any other file is read as
+/// PTX), else the embedded PTX.
+fn module_image(arch: NvArch) -> Result<Ptx> {
+    if let Some(path) = std::env::var_os(MODULE_ENV) {
+        let path = std::path::PathBuf::from(path);
+        let bytes = std::fs::read(&path).map_err(|source| Error::Io {
+            what: format!("reading {MODULE_ENV}={}", path.display()),
+            source,
+        })?;
+        if path.extension().is_some_and(|e| e == "cubin") {
+            return Ok(Ptx::from_binary(bytes));
+        }
+        let text = String::from_utf8(bytes).map_err(|_| {
+            Error::InvalidArgument(format!(
+                "{MODULE_ENV}={} is neither a .cubin nor PTX text",
+                path.display()
+            ))
+        })?;
+        return ptx_source(&text);
+    }
+    ptx_source(embedded::ptx(arch).ok_or_else(Error::kernels_not_built)?)
+}
+
+/// PTX text as a module image (no NUL bytes: the driver reads it as a C string).
+fn ptx_source(ptx: &str) -> Result<Ptx> {
+    if ptx.contains('\0') {
+        return Err(Error::InvalidArgument("the PTX contains a NUL byte".into()));
+    }
+    Ok(Ptx::from_src(ptx))
+}
+
+/// The environment variable naming a module file to load instead of the embedded PTX.
+pub const MODULE_ENV: &str = "ZIPCOLL_CUDA_MODULE";
+
 /// One CUDA device with zipcoll's PTX module loaded.
 pub struct CudaGpu {
     ctx: Arc<CudaContext>,
@@ -146,12 +182,8 @@ impl CudaGpu {
         let ctx = CudaContext::new(ordinal).map_err(cuda_error("cuCtxRetain (CudaContext::new)"))?;
         let (major, minor) = ctx.compute_capability().map_err(cuda_error("cuDeviceGetAttribute"))?;
         let arch = nv_arch(major, minor)?;
-        let ptx = embedded::ptx(arch).ok_or_else(Error::kernels_not_built)?;
-        if ptx.contains('\0') {
-            return Err(Error::InvalidArgument("the embedded PTX contains a NUL byte".into()));
-        }
         let module = ctx
-            .load_module(Ptx::from_src(ptx))
+            .load_module(module_image(arch)?)
             .map_err(cuda_error("cuModuleLoadData"))?;
         let stream = ctx.default_stream();
         Ok(Self {

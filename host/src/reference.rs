@@ -65,3 +65,84 @@ fn warp_all_reduce_typed<T: Elem, O: RedOp>(width: usize, src: &[u8], nranks: u3
     }
     Ok(words_to_le(&out))
 }
+
+/// Which collective [`collective`] computes, with its parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CollRef {
+    /// Ring all_reduce, cut into frames of `frame_elems` elements.
+    RingAllReduce { frame_elems: usize },
+    /// Two-shot all_reduce, cut into frames of `frame_elems` elements.
+    TwoShotAllReduce { frame_elems: usize },
+    /// All_gather (each input is one block).
+    AllGather,
+    /// Reduce_scatter: rank `rank`'s block.
+    ReduceScatter { rank: usize },
+    /// Reduce to `root` (the root's output).
+    Reduce { root: usize },
+    /// Broadcast from `root`.
+    Broadcast { root: usize },
+    /// All_to_all: rank `rank`'s output.
+    AllToAll { rank: usize },
+}
+
+/// The output a rank of a collective must hold, bit for bit, given every rank's input (element
+/// bytes, little-endian, all of one length): the scalar reference of
+/// `zipcoll_primitives::collectives`, which follows each schedule's reduction order.
+pub fn collective(c: CollRef, dtype: DType, op: ReduceOp, inputs: &[Vec<u8>]) -> Result<Vec<u8>> {
+    let size = dtype.size_bytes();
+    let Some(first) = inputs.first() else {
+        return Err(Error::InvalidArgument("no inputs".into()));
+    };
+    if inputs.iter().any(|i| i.len() != first.len() || i.len() % size != 0) {
+        return Err(Error::InvalidArgument("inputs of different or partial lengths".into()));
+    }
+    let k = inputs.len();
+    let rank_ok = |r: usize| {
+        if r < k {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument(format!("rank {r} of {k}")))
+        }
+    };
+    match c {
+        CollRef::ReduceScatter { rank: r } | CollRef::Reduce { root: r } | CollRef::AllToAll { rank: r } => rank_ok(r)?,
+        CollRef::Broadcast { root } => {
+            rank_ok(root)?;
+            return Ok(inputs[root].clone());
+        }
+        CollRef::RingAllReduce { frame_elems } | CollRef::TwoShotAllReduce { frame_elems } if frame_elems == 0 => {
+            return Err(Error::InvalidArgument("frame_elems is 0".into()));
+        }
+        _ => {}
+    }
+    if matches!(c, CollRef::ReduceScatter { .. } | CollRef::AllToAll { .. }) && first.len() % (k * size) != 0 {
+        return Err(Error::InvalidArgument(format!("inputs are not {k} equal blocks")));
+    }
+    Ok(dispatch!(dtype, op, |T, O| collective_typed::<T, O>(c, inputs)))
+}
+
+fn collective_typed<T: zipcoll_device::dtype::Split, O: RedOp>(c: CollRef, inputs: &[Vec<u8>]) -> Vec<u8> {
+    use zipcoll_primitives::collectives as co;
+    let words: Vec<Vec<T::Bits>> = inputs.iter().map(|i| words_from_le(i)).collect();
+    let views: Vec<&[T::Bits]> = words.iter().map(Vec::as_slice).collect();
+    let (n, k) = (views[0].len(), views.len());
+    let mut out = vec![T::Bits::default(); n];
+    match c {
+        CollRef::RingAllReduce { frame_elems } => co::ring_all_reduce_reference::<T, O>(&views, &mut out, frame_elems),
+        CollRef::TwoShotAllReduce { frame_elems } => {
+            co::two_shot_all_reduce_reference::<T, O>(&views, &mut out, frame_elems)
+        }
+        CollRef::AllGather => {
+            out = vec![T::Bits::default(); n * k];
+            co::all_gather_reference::<T>(&views, &mut out);
+        }
+        CollRef::ReduceScatter { rank } => {
+            out = vec![T::Bits::default(); n / k];
+            co::reduce_scatter_reference::<T, O>(&views, rank, &mut out);
+        }
+        CollRef::Reduce { root } => co::reduce_reference::<T, O>(&views, root, &mut out),
+        CollRef::AllToAll { rank } => co::all_to_all_reference::<T>(&views, rank, &mut out),
+        CollRef::Broadcast { root } => out.copy_from_slice(views[root]),
+    }
+    words_to_le(&out)
+}

@@ -72,7 +72,7 @@ fn corrupt_first_frame<E: Compression>(flip: usize) -> (Vec<Option<Failure>>, u6
             // SAFETY: as above.
             let mut send = unsafe { SendConn::new(w, ch) };
             let slot = send.wait_slot(w).unwrap();
-            E::encode::<_, Bf16>(w, &inputs[0][..FRAME_ELEMS], slot).unwrap();
+            E::encode::<_, Bf16>(w, 0, &inputs[0][..FRAME_ELEMS], slot).unwrap();
             // every lane: the frame is written; lane 0 flips one byte of it
             w.sync(u64::from(u32::MAX));
             if w.lane_id() == 0 {

@@ -29,10 +29,9 @@ use crate::transport::host_mem::{HostBytes, HostWords};
 use crate::transport::net::{AbortWord, NetConfig, NetListener, NetTransport, RawFifo};
 use crate::transport::sim::{self as sim_transport, SimEndpoint};
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use zipcoll_device::codec::CodecId;
 use zipcoll_device::dtype::DType;
 use zipcoll_device::reduce::ReduceOp;
 use zipcoll_primitives::conn::STATUS_WORDS;
@@ -429,18 +428,11 @@ impl Links {
     }
 
     /// Runs `plan`; each warp's status record.
-    pub fn run(
-        &self,
-        plan: &mut Plan,
-        dtype: DType,
-        op: ReduceOp,
-        codec: CodecId,
-        wait: Duration,
-    ) -> Result<Vec<[u32; STATUS_WORDS]>> {
+    pub fn run(&self, plan: &mut Plan, dtype: DType, op: ReduceOp, wait: Duration) -> Result<Vec<[u32; STATUS_WORDS]>> {
         match (&self.engine, self.backend) {
-            (Engine::Sim { .. }, Backend::Sim64) => exec_sim::run::<64>(plan, dtype, op, codec, wait),
-            (Engine::Sim { .. }, _) => exec_sim::run::<32>(plan, dtype, op, codec, wait),
-            (Engine::Cuda { gpu, words, scratch }, _) => exec_cuda::run(gpu, words, scratch, plan, dtype, op, codec),
+            (Engine::Sim { .. }, Backend::Sim64) => exec_sim::run::<64>(plan, dtype, op, wait),
+            (Engine::Sim { .. }, _) => exec_sim::run::<32>(plan, dtype, op, wait),
+            (Engine::Cuda { gpu, words, scratch }, _) => exec_cuda::run(gpu, words, scratch, plan, dtype, op),
         }
     }
 
@@ -452,7 +444,15 @@ impl Links {
 
 impl Drop for Links {
     fn drop(&mut self) {
-        drop(self.net.take());
+        // A communicator that has not failed closes its NET transport gracefully: frames its
+        // last call published still reach the peers (a call returns once its frames are in the
+        // local send FIFOs), and peers still running see a close, not a failure. After a
+        // failure (the abort word is raised by every failure and by `abort()`) it is abrupt.
+        if let Some(mut net) = self.net.take() {
+            if self.engine.abort_word().load(Ordering::Acquire) == 0 {
+                let _ = net.shutdown();
+            }
+        }
         sim_transport::withdraw(self.magic, self.fabric.rank);
     }
 }

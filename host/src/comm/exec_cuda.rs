@@ -1,7 +1,7 @@
 //! Runs a [`Plan`] on a CUDA GPU: the plan's channels, works and warp starts are copied into
 //! device scratch memory, every warp's status record (pinned host memory) is zeroed, the
-//! manifest's `collective` (RAW) or `collective_coded` entry point for the call's dtype, op and
-//! codec is launched with one block of one warp per plan warp, and the stream is synchronized.
+//! manifest's `collective` entry point for the call's dtype and op (each channel names its
+//! codec) is launched with one block of one warp per plan warp, and the stream is synchronized.
 //!
 //! | scratch offset            | holds                                 |
 //! |---------------------------|---------------------------------------|
@@ -18,12 +18,11 @@ use crate::error::{Error, Result};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use std::sync::{Mutex, PoisonError};
 use zipcoll_device::arbitrate::{sampled_words, word_bytes};
-use zipcoll_device::codec::CodecId;
 use zipcoll_device::dtype::DType;
 use zipcoll_device::reduce::ReduceOp;
 use zipcoll_primitives::collectives::WorkDesc;
 use zipcoll_primitives::conn::{ChannelDesc, STATUS_WORDS};
-use zipcoll_primitives::kernels::{Collective, CollectiveCoded};
+use zipcoll_primitives::kernels::Collective;
 
 /// The bytes of a slice of plain `#[repr(C)]` records.
 fn bytes_of<T: Copy>(v: &[T]) -> &[u8] {
@@ -40,7 +39,6 @@ pub(crate) fn run(
     plan: &mut Plan,
     dtype: DType,
     op: ReduceOp,
-    codec: CodecId,
 ) -> Result<Vec<[u32; STATUS_WORDS]>> {
     let warps = plan.warps();
     if warps == 0 {
@@ -51,12 +49,7 @@ pub(crate) fn run(
             "{warps} warps in one launch, at most {MAX_WARPS}"
         )));
     }
-    let f = match codec {
-        CodecId::Raw => gpu.registry().function::<Collective>(Some(dtype), Some(op))?,
-        c => gpu
-            .registry()
-            .function_codec::<CollectiveCoded>(Some(dtype), Some(op), Some(c))?,
-    };
+    let f = gpu.registry().function::<Collective>(Some(dtype), Some(op))?;
     let channels_bytes = std::mem::size_of_val(plan.channels.as_slice());
     let works_at = channels_bytes.next_multiple_of(8);
     let starts_at = works_at + std::mem::size_of_val(plan.works.as_slice());

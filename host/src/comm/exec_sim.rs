@@ -1,19 +1,18 @@
 //! Runs a [`Plan`] on the simulator: one simulated warp (block) per plan warp, every block
 //! co-resident (they wait on each other's peers), the generic `run_works` instantiated for the
-//! call's dtype, operator and compression.
+//! call's dtype and operator with `ByChannel` compression, as the GPU kernels are.
 
 use super::plan::Plan;
-use crate::dispatch::{dispatch, dispatch_coder};
+use crate::dispatch::dispatch;
 use crate::error::{Error, Result};
 use crate::transport::host_mem::HostWords;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
-use zipcoll_device::codec::CodecId;
 use zipcoll_device::dtype::{DType, Split};
 use zipcoll_device::reduce::{RedOp, ReduceOp};
 use zipcoll_primitives::collectives::{run_works, WorkDesc};
 use zipcoll_primitives::conn::STATUS_WORDS;
-use zipcoll_primitives::prims::{Compression, Force, Off};
+use zipcoll_primitives::prims::ByChannel;
 use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
 use zipcoll_targets::Grid;
 
@@ -30,14 +29,13 @@ impl Works<'_> {
     }
 }
 
-/// Runs `plan` with warps of `W` lanes; returns each warp's status record. `codec` `Raw` is
-/// compression off. `wait` bounds the FIFO waits; the simulator's own no-progress timeout is
-/// set beyond it so the kernels report first.
+/// Runs `plan` with warps of `W` lanes (each channel sends with its own `codec`, as on a GPU);
+/// returns each warp's status record. `wait` bounds the FIFO waits; the simulator's own
+/// no-progress timeout is set beyond it so the kernels report first.
 pub(crate) fn run<const W: u32>(
     plan: &mut Plan,
     dtype: DType,
     op: ReduceOp,
-    codec: CodecId,
     wait: Duration,
 ) -> Result<Vec<[u32; STATUS_WORDS]>> {
     let warps = plan.warps();
@@ -46,10 +44,7 @@ pub(crate) fn run<const W: u32>(
     let works = Works(&plan.works, &plan.warp_starts);
     let mut cfg = LaunchConfig::new(warps as u32, W).with_timeout(wait + Duration::from_secs(10));
     cfg.co_resident_blocks = warps as u32;
-    let launched = dispatch!(dtype, op, |T, O| {
-        dispatch_coder!(codec, |C| go::<W, T, O, Force<C>>(cfg, &works), raw => go::<W, T, O, Off>(cfg, &works))
-    });
-    launched?;
+    dispatch!(dtype, op, |T, O| go::<W, T, O>(cfg, &works))?;
     let words = status.load();
     Ok(words
         .chunks_exact(STATUS_WORDS)
@@ -58,13 +53,13 @@ pub(crate) fn run<const W: u32>(
 }
 
 /// The launch for one instantiation; a panic in a simulated kernel is an [`Error::Sim`].
-fn go<const W: u32, T: Split, O: RedOp, E: Compression>(cfg: LaunchConfig, works: &Works<'_>) -> Result<()> {
+fn go<const W: u32, T: Split, O: RedOp>(cfg: LaunchConfig, works: &Works<'_>) -> Result<()> {
     let kernel = |w: SimWarp<W>| {
         let mine = works.of(w.block_idx() as usize);
         // SAFETY: the plan's descriptors point at live buffers, FIFOs and status records of
         // the communicator (checked by its call), and block `b` is the only user of its
         // channels; a failure is written to the warp's status record.
-        let _ = unsafe { run_works::<SimWarp<W>, T, O, E>(w, mine) };
+        let _ = unsafe { run_works::<SimWarp<W>, T, O, ByChannel>(w, mine) };
     };
     match catch_unwind(AssertUnwindSafe(|| launch::<W>(cfg, kernel))) {
         Ok(r) => r.map_err(|e| Error::Sim(e.to_string())),

@@ -58,7 +58,7 @@ impl Fabric {
             stage,
             stage_bytes: self.stage_bytes,
             abort: self.abort,
-            status: core::ptr::null_mut(),
+            codec: 0,
             timeout_ns: self.timeout_ns,
         }
     }

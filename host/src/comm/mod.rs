@@ -45,6 +45,7 @@ mod cuda_mem;
 mod exec_cuda;
 mod exec_sim;
 mod fabric;
+pub mod launch;
 mod plan;
 
 pub use bootstrap::{Bootstrap, UniqueId};
@@ -285,9 +286,10 @@ impl Communicator {
         }
     }
 
-    /// The largest frame for `dtype`: it fits a slot and a staging buffer, a multiple of 64
-    /// elements (the same on every rank: the configs agree).
-    fn frame_elems(&self, dtype: DType) -> usize {
+    /// Elements per frame for `dtype`, the unit every collective cuts data into (a reference
+    /// that follows a collective's reduction order needs it): the largest multiple of 64 whose
+    /// frame fits a slot and a staging buffer, the same on every rank (their configs agree).
+    pub fn frame_elems(&self, dtype: DType) -> usize {
         let slot = self.config.slot_bytes() as usize;
         let fits = |n: usize| dispatch_dtype!(dtype, |T| max_encoded_len::<T>(n)) <= slot;
         let mut n = slot / dtype.size_bytes() / 64 * 64;
@@ -398,7 +400,8 @@ impl Communicator {
 
     /// Runs a plan and turns the first failed warp's status record into an error.
     fn execute(&self, name: &'static str, plan: &mut Plan, dtype: DType, op: ReduceOp, codec: CodecId) -> Result<()> {
-        let records = self.links.run(plan, dtype, op, codec, self.config.timeout);
+        plan.set_codec(codec);
+        let records = self.links.run(plan, dtype, op, self.config.timeout);
         let records = match records {
             Ok(r) => r,
             Err(e) => {

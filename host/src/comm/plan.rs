@@ -123,6 +123,13 @@ impl Plan {
         plan
     }
 
+    /// Makes every channel send with `codec` (`Raw`: compression off).
+    pub fn set_codec(&mut self, codec: zipcoll_device::codec::CodecId) {
+        for c in &mut self.channels {
+            c.codec = codec as u64;
+        }
+    }
+
     /// Points each work at its channels (copied to `channels_base`) and at its warp's status
     /// record (`status_base + STATUS_WORDS * warp`).
     pub fn bind(&mut self, channels_base: *const ChannelDesc, status_base: *mut u32) {

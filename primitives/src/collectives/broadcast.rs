@@ -25,6 +25,7 @@ use zipcoll_targets::Warp;
 ///
 /// # Safety
 /// `job` is validated ([`super::work::validate`]) and [`super::run_work`]'s contract holds.
+#[inline(never)]
 pub(crate) unsafe fn schedule<W: Warp, T: Split, O: RedOp, E: Compression>(w: W, job: &Job<T>) -> Result<(), Failure> {
     let k = job.nranks;
     // SAFETY: forwarded to the caller.

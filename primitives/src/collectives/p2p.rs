@@ -28,6 +28,7 @@ use zipcoll_targets::Warp;
 ///
 /// # Safety
 /// Every descriptor is a `Send` or `Recv` and [`super::run_work`]'s contract holds for each.
+#[inline(never)]
 pub(crate) unsafe fn group<W: Warp, T: Split, O: RedOp, E: Compression>(
     w: W,
     works: &[WorkDesc],

@@ -31,6 +31,7 @@ use zipcoll_targets::Warp;
 ///
 /// # Safety
 /// `job` is validated ([`super::work::validate`]) and [`super::run_work`]'s contract holds.
+#[inline(never)]
 pub(crate) unsafe fn schedule<W: Warp, T: Split, O: RedOp, E: Compression>(w: W, job: &Job<T>) -> Result<(), Failure> {
     let (k, r, n) = (job.nranks, job.rank, job.count);
     // SAFETY: forwarded to the caller.

@@ -66,6 +66,7 @@ impl RingChunks {
 ///
 /// # Safety
 /// `job` is validated ([`super::work::validate`]) and [`super::run_work`]'s contract holds.
+#[inline(never)]
 pub(crate) unsafe fn schedule<W: Warp, T: Split, O: RedOp, E: Compression>(w: W, job: &Job<T>) -> Result<(), Failure> {
     let (k, rank, src, dst) = (job.nranks, job.rank, job.src, job.dst);
     let op = O::new(k as u32);

@@ -67,6 +67,7 @@ pub(crate) unsafe fn on<W: Warp, T: Split, X: RedOp, E: Compression>(
 ///
 /// # Safety
 /// `job` is validated ([`super::work::validate`]) and [`super::run_work`]'s contract holds.
+#[inline(never)]
 pub(crate) unsafe fn schedule<W: Warp, T: Split, O: RedOp, E: Compression>(w: W, job: &Job<T>) -> Result<(), Failure> {
     let (k, r, fe, src, dst) = (job.nranks, job.rank, job.frame_elems, job.src, job.dst);
     let op = O::new(k as u32);

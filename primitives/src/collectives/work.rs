@@ -78,7 +78,7 @@ use crate::collectives::{all_gather, all_to_all, broadcast, p2p, reduce, reduce_
 use crate::conn::{ChannelDesc, ConnError, Failure};
 use crate::prims::Compression;
 use zipcoll_device::dtype::Split;
-use zipcoll_device::reduce::RedOp;
+use zipcoll_device::reduce::{RedOp, Sum};
 use zipcoll_targets::{Scope, Warp};
 
 /// The collectives a [`WorkDesc`] can name. ABI: values are stable, append only.
@@ -390,7 +390,7 @@ unsafe fn run_unreported<W: Warp, T: Split, O: RedOp, E: Compression>(w: W, work
             unsafe { validate::<T>(work)? };
         }
         // SAFETY: forwarded to the caller; every descriptor validated.
-        return unsafe { p2p::group::<W, T, O, E>(w, works) };
+        return unsafe { p2p::group::<W, T, Sum, E>(w, works) };
     }
     // SAFETY: forwarded to the caller.
     let Some(job) = (unsafe { validate::<T>(&works[0])? }) else {
@@ -401,12 +401,14 @@ unsafe fn run_unreported<W: Warp, T: Split, O: RedOp, E: Compression>(w: W, work
         match job.coll {
             Coll::RingAllReduce => ring_all_reduce::schedule::<W, T, O, E>(w, &job),
             Coll::TwoShotAllReduce => two_shot::schedule::<W, T, O, E>(w, &job),
-            Coll::AllGather => all_gather::schedule::<W, T, O, E>(w, &job),
             Coll::ReduceScatter => reduce_scatter::schedule::<W, T, O, E>(w, &job),
             Coll::Reduce => reduce::schedule::<W, T, O, E>(w, &job),
-            Coll::Broadcast => broadcast::schedule::<W, T, O, E>(w, &job),
-            Coll::AllToAll => all_to_all::schedule::<W, T, O, E>(w, &job),
-            Coll::Send | Coll::Recv => p2p::group::<W, T, O, E>(w, works),
+            // the schedules that only move data never apply the operator: instantiating them
+            // with `Sum` whatever `O` is keeps one copy per (dtype, compression) in a GPU module
+            Coll::AllGather => all_gather::schedule::<W, T, Sum, E>(w, &job),
+            Coll::Broadcast => broadcast::schedule::<W, T, Sum, E>(w, &job),
+            Coll::AllToAll => all_to_all::schedule::<W, T, Sum, E>(w, &job),
+            Coll::Send | Coll::Recv => p2p::group::<W, T, Sum, E>(w, works),
         }
     }
 }

@@ -20,7 +20,7 @@
 //! | 64     | 8    | `stage`       | staging buffer for a received or about-to-be-sent chunk (16-aligned) |
 //! | 72     | 8    | `stage_bytes` | its size                                                      |
 //! | 80     | 8    | `abort`       | `*mut u32` shared by every rank of the launch: nonzero = stop |
-//! | 88     | 8    | `status`      | `*mut u32`: this channel's [`super::STATUS_WORDS`]-word status record |
+//! | 88     | 8    | `codec`       | the `CodecId` value a [`crate::prims::ByChannel`] sender codes with (other compressions ignore it) |
 //! | 96     | 8    | `timeout_ns`  | nanoseconds a wait lasts before it reports a timeout         |
 
 /// Slots per FIFO: the most frames a sender may run ahead of its receiver.
@@ -77,8 +77,8 @@ pub struct ChannelDesc {
     pub stage_bytes: u64,
     /// The launch's shared abort word.
     pub abort: *mut u32,
-    /// This channel's status record.
-    pub status: *mut u32,
+    /// The codec of [`crate::prims::ByChannel`] compression (a `CodecId` value).
+    pub codec: u64,
     /// Nanoseconds a wait lasts before it reports a timeout.
     pub timeout_ns: u64,
 }
@@ -93,7 +93,7 @@ impl ChannelDesc {
         stage: core::ptr::null_mut(),
         stage_bytes: 0,
         abort: core::ptr::null_mut(),
-        status: core::ptr::null_mut(),
+        codec: 0,
         timeout_ns: 0,
     };
 }

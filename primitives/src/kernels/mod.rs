@@ -7,6 +7,6 @@ mod reduce_copy;
 mod warp_all_reduce;
 
 pub use codec::{decode_frames, encode_frames, encode_raw_frames, DecodeFrames, EncodeFrames, EncodeRawFrames};
-pub use collective::{collective, collective_coded, Collective, CollectiveCoded};
+pub use collective::{collective, Collective};
 pub use reduce_copy::{reduce_copy, ReduceCopy};
 pub use warp_all_reduce::{warp_all_reduce, WarpAllReduce};

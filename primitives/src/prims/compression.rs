@@ -2,22 +2,30 @@
 //! needs no choice: every frame says its codec, and [`zipcoll_device::codec::decode_frame`]
 //! decodes any of them.
 //!
-//! | type         | frames sent                                                        |
-//! |--------------|--------------------------------------------------------------------|
-//! | [`Off`]      | RAW (header + the elements as they are)                            |
-//! | [`Force<C>`] | coded with the symbol coder `C`, RAW where that is not smaller     |
+//! | type          | frames sent                                                        |
+//! |---------------|--------------------------------------------------------------------|
+//! | [`Off`]       | RAW (header + the elements as they are)                            |
+//! | [`Force<C>`]  | coded with the symbol coder `C`, RAW where that is not smaller     |
+//! | [`ByChannel`] | coded with the codec the channel names (`ChannelDesc::codec`, read at run time), RAW where not smaller; RAW for `CodecId::Raw` |
+//!
+//! `Off` and `Force<C>` fix the codec at compile time (one kernel per codec); `ByChannel` keeps
+//! every coder in one kernel and picks per channel at run time, which is what the GPU entry
+//! points use (one kernel per dtype and op instead of five).
 
 use core::marker::PhantomData;
-use zipcoll_device::codec::{encode_frame, encode_raw_frame, LaneOut, SymbolCoder};
+use zipcoll_device::codec::{
+    encode_frame, encode_raw_frame, CodecId, ExpAns, ExpWindow, FixedLen, Huffman, LaneOut, SymbolCoder,
+};
 use zipcoll_device::dtype::Split;
 use zipcoll_device::frame::FrameError;
 use zipcoll_targets::Warp;
 
 /// An encoder for the frames a primitive sends.
 pub trait Compression {
-    /// Encodes `input` into one frame at the start of `out`; returns the frame's bytes. Called
-    /// by every lane of the warp with the same arguments.
-    fn encode<W: Warp, T: Split>(w: W, input: &[T::Bits], out: LaneOut<'_>) -> Result<usize, FrameError>;
+    /// Encodes `input` into one frame at the start of `out`; returns the frame's bytes. `codec`
+    /// is the channel's `ChannelDesc::codec`. Called by every lane of the warp with the same
+    /// arguments.
+    fn encode<W: Warp, T: Split>(w: W, codec: u64, input: &[T::Bits], out: LaneOut<'_>) -> Result<usize, FrameError>;
 }
 
 /// Compression off: RAW frames.
@@ -28,14 +36,34 @@ pub struct Force<C>(PhantomData<C>);
 
 impl Compression for Off {
     #[inline(always)]
-    fn encode<W: Warp, T: Split>(w: W, input: &[T::Bits], out: LaneOut<'_>) -> Result<usize, FrameError> {
+    fn encode<W: Warp, T: Split>(w: W, _: u64, input: &[T::Bits], out: LaneOut<'_>) -> Result<usize, FrameError> {
         encode_raw_frame::<W, T>(w, input, out)
     }
 }
 
 impl<C: SymbolCoder> Compression for Force<C> {
     #[inline(always)]
-    fn encode<W: Warp, T: Split>(w: W, input: &[T::Bits], out: LaneOut<'_>) -> Result<usize, FrameError> {
+    fn encode<W: Warp, T: Split>(w: W, _: u64, input: &[T::Bits], out: LaneOut<'_>) -> Result<usize, FrameError> {
         encode_frame::<W, T, C>(w, input, out)
+    }
+}
+
+/// The codec named by the channel (`ChannelDesc::codec`), chosen at run time.
+pub struct ByChannel;
+
+impl Compression for ByChannel {
+    #[inline(always)]
+    fn encode<W: Warp, T: Split>(w: W, codec: u64, input: &[T::Bits], out: LaneOut<'_>) -> Result<usize, FrameError> {
+        let id = u8::try_from(codec).ok().and_then(CodecId::from_u8);
+        match id {
+            Some(CodecId::Raw) => encode_raw_frame::<W, T>(w, input, out),
+            Some(CodecId::FixedLen) => encode_frame::<W, T, FixedLen>(w, input, out),
+            Some(CodecId::ExpWindow) => encode_frame::<W, T, ExpWindow>(w, input, out),
+            Some(CodecId::ExpAns) => encode_frame::<W, T, ExpAns>(w, input, out),
+            Some(CodecId::Huffman) => encode_frame::<W, T, Huffman>(w, input, out),
+            None => Err(FrameError::UnknownCodec {
+                found: u8::try_from(codec).unwrap_or(u8::MAX),
+            }),
+        }
     }
 }

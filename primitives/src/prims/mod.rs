@@ -37,12 +37,13 @@
 
 mod compression;
 
-pub use compression::{Compression, Force, Off};
+pub use compression::{ByChannel, Compression, Force, Off};
 
 use crate::conn::{ChannelDesc, ConnError, Failure, RecvConn, SendConn, Side};
 use core::marker::PhantomData;
 use zipcoll_device::codec::{decode_frame, max_encoded_len, LaneOut};
 use zipcoll_device::dtype::{Elem, Split};
+use zipcoll_device::frame::FrameError;
 use zipcoll_device::reduce::{RedOp, ReduceOp};
 use zipcoll_targets::Warp;
 
@@ -75,6 +76,8 @@ pub struct Prims<W, T: Split, O, E> {
     send: Option<SendConn>,
     recv: Option<RecvConn>,
     stage: *mut T::Bits,
+    /// The channel's `codec` (for [`ByChannel`]).
+    codec: u64,
     _encoding: PhantomData<E>,
 }
 
@@ -117,6 +120,7 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
             // SAFETY: forwarded from the caller (the side is present).
             recv: has_recv.then(|| unsafe { RecvConn::new(w, ch) }),
             stage: ch.stage.cast(),
+            codec: ch.codec,
             _encoding: PhantomData,
         })
     }
@@ -164,7 +168,7 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
             // `frame_elems >= n` elements, checked in `new`); only this warp writes it, through
             // `LaneOut`.
             let out = unsafe { LaneOut::from_raw(landing.cast::<u8>(), bytes) };
-            let found = decode_frame::<W, T>(w, frame, out).map_err(|e| Failure {
+            let found = decode_out_of_line::<W, T>(w, frame, out).map_err(|e| Failure {
                 step,
                 error: ConnError::Frame(e),
             })?;
@@ -204,7 +208,7 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
             // SAFETY: `target[..n]` is initialized (received or computed above) and no lane
             // writes it until the next step, which starts after `post`'s warp sync.
             let input = unsafe { core::slice::from_raw_parts(target.cast_const(), n) };
-            E::encode::<W, T>(w, input, slot).map_err(|e| Failure {
+            encode_out_of_line::<W, T, E>(w, self.codec, input, slot).map_err(|e| Failure {
                 step,
                 error: ConnError::Encode(e),
             })?;
@@ -289,4 +293,24 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
         // SAFETY: forwarded to the caller.
         unsafe { self.run::<true, true, true, true>(src, dst, n) }
     }
+}
+
+/// [`decode_frame`], never inlined: the frame decoder (every codec's) is the largest part of a
+/// step, and inlined at each of the primitives' call sites it would be copied into every
+/// schedule of every (operator, compression) kernel; out of line there is one copy per
+/// (warp, dtype), shared by all of them.
+#[inline(never)]
+fn decode_out_of_line<W: Warp, T: Split>(w: W, frame: &[u8], out: LaneOut<'_>) -> Result<usize, FrameError> {
+    decode_frame::<W, T>(w, frame, out)
+}
+
+/// `E::encode`, never inlined (as [`decode_out_of_line`]: one copy per (warp, dtype, codec)).
+#[inline(never)]
+fn encode_out_of_line<W: Warp, T: Split, E: Compression>(
+    w: W,
+    codec: u64,
+    input: &[T::Bits],
+    out: LaneOut<'_>,
+) -> Result<usize, FrameError> {
+    E::encode::<W, T>(w, codec, input, out)
 }

@@ -157,7 +157,7 @@ impl Net {
             stage,
             stage_bytes: self.slot_bytes as u64,
             abort: self.abort.as_ptr(),
-            status: std::ptr::null_mut(),
+            codec: 0,
             timeout_ns: self.timeout_ns,
         };
         match coll {

@@ -1,0 +1,334 @@
+//! The communicator's failures at the API level, ranks as threads on the simulator:
+//!
+//! | test                                              | what                                                        |
+//! |---------------------------------------------------|-------------------------------------------------------------|
+//! | `a_rank_that_leaves_fails_the_others_sim` / `_net` | a rank that drops its communicator: the others' collective fails within the timeout, then every call is `Aborted` |
+//! | `abort_from_another_thread_sim` / `_net`          | `abort()` while the call waits for a peer that never joins: it returns at once, later calls are `Aborted` |
+//! | `invalid_arguments_have_no_effect`                | bad roots, peers, buffer sizes, in-place all_to_all, count overflow: `InvalidArgument`, buffers untouched, the communicator still works |
+//! | `mismatched_configs_fail_init_on_every_rank`      | ranks with different channel counts (or buffer sizes): `InvalidArgument` on every rank |
+//!
+//! A corrupted frame (reported, never reduced) is covered at the primitives level
+//! (`primitives/tests/ring_all_reduce.rs`).
+
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+use zipcoll_host::comm::{run_sim, Communicator, Config, Data, DeviceBuffer, Options, TransportKind, UniqueId};
+use zipcoll_host::{Backend, DType, Error, ReduceOp};
+use zipcoll_primitives::conn::ConnError;
+
+const COUNT: usize = 5000;
+/// Elements per rank block in `invalid_arguments_have_no_effect`.
+const N: usize = 100;
+
+fn f32_bytes(n: usize, rank: usize) -> Vec<u8> {
+    (0..n)
+        .flat_map(|i| ((i % 91) as f32 * 0.5 - 3.0 + rank as f32).to_le_bytes())
+        .collect()
+}
+
+/// Whether `e` is what a rank sees when a peer is gone or the call was stopped.
+fn is_peer_failure(e: &Error) -> bool {
+    match e {
+        Error::Collective { failure, .. } => matches!(failure.error, ConnError::Timeout(_) | ConnError::Aborted),
+        Error::Remote { .. } | Error::Timeout { .. } => true,
+        _ => false,
+    }
+}
+
+fn short(transport: TransportKind, timeout: Duration) -> Config {
+    Config {
+        transport,
+        timeout,
+        ..Config::sim()
+    }
+}
+
+/// Rank 2 of 3 drops its communicator without joining; ranks 0 and 1 start an all_reduce,
+/// which must fail within the timeout (plus the simulator's and the proxies' slack), and then
+/// every call returns `Aborted`.
+fn a_rank_that_leaves(transport: TransportKind) {
+    let timeout = Duration::from_secs(2);
+    let results = run_sim(3, short(transport, timeout), |comm| {
+        if comm.rank() == 2 {
+            drop(comm);
+            return Ok(None);
+        }
+        let mut buf = comm.alloc(COUNT * 4)?;
+        buf.copy_from_host(&f32_bytes(COUNT, comm.rank()))?;
+        let t = Instant::now();
+        let first = comm.all_reduce(
+            Data::InPlace(&mut buf),
+            COUNT,
+            DType::F32,
+            ReduceOp::Sum,
+            Options::default(),
+        );
+        let elapsed = t.elapsed();
+        let second = comm.all_reduce(
+            Data::InPlace(&mut buf),
+            COUNT,
+            DType::F32,
+            ReduceOp::Sum,
+            Options::default(),
+        );
+        let third = comm.broadcast(Data::InPlace(&mut buf), 1, DType::F32, 0, Options::default());
+        Ok(Some((first, elapsed, second, third)))
+    })
+    .expect("every rank returns");
+    for (rank, r) in results.into_iter().enumerate().take(2) {
+        let (first, elapsed, second, third) = r.unwrap();
+        let e = first.expect_err("the collective must fail without rank 2");
+        assert!(is_peer_failure(&e), "{transport:?} rank {rank}: {e:?}");
+        assert!(
+            elapsed < timeout + Duration::from_secs(10),
+            "{transport:?} rank {rank}: failed after {elapsed:?}"
+        );
+        assert!(matches!(second, Err(Error::Aborted)), "rank {rank}: {second:?}");
+        assert!(matches!(third, Err(Error::Aborted)), "rank {rank}: {third:?}");
+        eprintln!("{transport:?} rank {rank}: {e} after {elapsed:?}");
+    }
+}
+
+#[test]
+fn a_rank_that_leaves_fails_the_others_sim() {
+    a_rank_that_leaves(TransportKind::Sim);
+}
+
+#[test]
+fn a_rank_that_leaves_fails_the_others_net() {
+    a_rank_that_leaves(TransportKind::Net);
+}
+
+/// Rank 1 of 2 never joins (it waits until rank 0 is done); rank 0's all_reduce is aborted
+/// from another thread after 300 ms and must return long before the (20 s) timeout.
+fn abort_from_another_thread(transport: TransportKind) {
+    let done = Barrier::new(2);
+    let results = run_sim(2, short(transport, Duration::from_secs(20)), |comm| {
+        if comm.rank() == 1 {
+            done.wait();
+            return Ok(None);
+        }
+        let comm: &Communicator = &comm;
+        let mut buf = comm.alloc(COUNT * 4)?;
+        buf.copy_from_host(&f32_bytes(COUNT, 0))?;
+        let t = Instant::now();
+        let (first, elapsed) = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(300));
+                comm.abort();
+            });
+            let r = comm.all_reduce(
+                Data::InPlace(&mut buf),
+                COUNT,
+                DType::F32,
+                ReduceOp::Max,
+                Options::default(),
+            );
+            (r, t.elapsed())
+        });
+        let second = comm.all_reduce(
+            Data::InPlace(&mut buf),
+            COUNT,
+            DType::F32,
+            ReduceOp::Max,
+            Options::default(),
+        );
+        done.wait();
+        Ok(Some((first, elapsed, second)))
+    })
+    .expect("every rank returns");
+    let (first, elapsed, second) = results.into_iter().next().unwrap().unwrap();
+    let e = first.expect_err("an aborted call fails");
+    assert!(
+        is_peer_failure(&e) || matches!(e, Error::Aborted),
+        "{transport:?}: {e:?}"
+    );
+    assert!(
+        elapsed < Duration::from_secs(5),
+        "{transport:?}: returned after {elapsed:?}"
+    );
+    assert!(matches!(second, Err(Error::Aborted)), "{second:?}");
+    eprintln!("{transport:?}: {e} after {elapsed:?}");
+}
+
+#[test]
+fn abort_from_another_thread_sim() {
+    abort_from_another_thread(TransportKind::Sim);
+}
+
+#[test]
+fn abort_from_another_thread_net() {
+    abort_from_another_thread(TransportKind::Net);
+}
+
+fn assert_invalid(r: zipcoll_host::Result<()>, what: &str) {
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{what}: {r:?}");
+}
+
+/// Every rank makes the same invalid calls (each rejected before anything runs), then a valid
+/// all_reduce that must still work.
+#[test]
+fn invalid_arguments_have_no_effect() {
+    let k = 3;
+    let outputs = run_sim(k, Config::sim(), |comm| {
+        let n = N;
+        let (d, op, o) = (DType::F32, ReduceOp::Sum, Options::default());
+        let input = f32_bytes(k * n, comm.rank());
+        let mut small = comm.alloc(n * 4 - 1)?;
+        let mut buf = comm.alloc(k * n * 4)?;
+        buf.copy_from_host(&input)?;
+        let src = comm.alloc(k * n * 4)?;
+        let mut dst = comm.alloc(k * n * 4)?;
+        // roots and peers out of range
+        assert_invalid(comm.reduce(Data::InPlace(&mut buf), n, d, op, k, o), "reduce root");
+        assert_invalid(
+            comm.broadcast(Data::InPlace(&mut buf), n, d, k + 5, o),
+            "broadcast root",
+        );
+        assert_invalid(comm.send(&buf, n, d, k, o), "send peer");
+        assert_invalid(comm.recv(&mut dst, n, d, usize::MAX, o), "recv peer");
+        let mut g = comm.group();
+        assert_invalid(g.send(&buf, n, d, k), "group send peer");
+        drop(g);
+        // buffers too small, in place and out of place
+        assert_invalid(
+            comm.all_reduce(Data::InPlace(&mut small), n, d, op, o),
+            "all_reduce in place",
+        );
+        assert_invalid(comm.all_reduce(oop(&src, &mut small), n, d, op, o), "all_reduce output");
+        assert_invalid(
+            comm.all_gather(Data::InPlace(&mut buf), n + 1, d, o),
+            "all_gather in place",
+        );
+        assert_invalid(
+            comm.all_gather(
+                Data::OutOfPlace {
+                    src: &small,
+                    dst: &mut dst,
+                },
+                n,
+                d,
+                o,
+            ),
+            "all_gather input",
+        );
+        assert_invalid(
+            comm.reduce_scatter(oop(&src, &mut small), n, d, op, o),
+            "reduce_scatter output",
+        );
+        assert_invalid(
+            comm.reduce_scatter(
+                Data::OutOfPlace {
+                    src: &small,
+                    dst: &mut dst,
+                },
+                n,
+                d,
+                op,
+                o,
+            ),
+            "reduce_scatter input",
+        );
+        assert_invalid(comm.reduce(oop(&src, &mut small), n, d, op, 0, o), "reduce output");
+        assert_invalid(comm.broadcast(oop(&src, &mut small), n, d, 1, o), "broadcast output");
+        assert_invalid(comm.all_to_all(oop(&src, &mut small), n, d, o), "all_to_all output");
+        assert_invalid(comm.all_to_all(oop(&src, &mut dst), n + 1, d, o), "all_to_all input");
+        assert_invalid(comm.send(&small, n, d, 0, o), "send buffer");
+        assert_invalid(comm.recv(&mut small, n, d, 0, o), "recv buffer");
+        // all_to_all is out of place only
+        assert_invalid(comm.all_to_all(Data::InPlace(&mut buf), n, d, o), "in-place all_to_all");
+        // counts whose bytes overflow
+        for count in [usize::MAX, usize::MAX / 2, usize::MAX / k + 1, isize::MAX as usize / 4] {
+            assert_invalid(
+                comm.all_reduce(Data::InPlace(&mut buf), count, d, op, o),
+                "all_reduce count",
+            );
+            assert_invalid(
+                comm.all_gather(Data::InPlace(&mut buf), count, d, o),
+                "all_gather count",
+            );
+            assert_invalid(
+                comm.reduce_scatter(oop(&src, &mut dst), count, d, op, o),
+                "reduce_scatter count",
+            );
+            assert_invalid(comm.all_to_all(oop(&src, &mut dst), count, d, o), "all_to_all count");
+            assert_invalid(comm.send(&buf, count, d, 0, o), "send count");
+        }
+        // nothing was written, and the communicator still works
+        assert_eq!(buf.to_host()?, input);
+        assert_eq!(dst.to_host()?, vec![0; k * n * 4]);
+        assert_eq!(small.to_host()?, vec![0; n * 4 - 1]);
+        comm.all_reduce(Data::InPlace(&mut buf), n, d, ReduceOp::Max, o)?;
+        buf.to_host()
+    })
+    .expect("the valid call after the invalid ones");
+    // max over ranks of (i % 91) * 0.5 - 3 + rank: the last rank's input
+    let want = f32_bytes(k * N, k - 1);
+    for (r, out) in outputs.iter().enumerate() {
+        assert_eq!(out[..N * 4], want[..N * 4], "rank {r}");
+        assert_eq!(out[N * 4..], f32_bytes(k * N, r)[N * 4..], "rank {r}");
+    }
+}
+
+fn oop<'a>(src: &'a DeviceBuffer, dst: &'a mut DeviceBuffer) -> Data<'a> {
+    Data::OutOfPlace { src, dst }
+}
+
+/// Ranks that disagree on the channel count (or the buffer size) fail init, every one of
+/// them, with `InvalidArgument`; a config that cannot work fails at once.
+#[test]
+fn mismatched_configs_fail_init_on_every_rank() {
+    let k = 3;
+    for (what, vary) in [
+        (
+            "channels",
+            Box::new(|c: &mut Config| c.channels = 3) as Box<dyn Fn(&mut Config) + Sync>,
+        ),
+        ("buffer_bytes", Box::new(|c: &mut Config| c.buffer_bytes *= 2)),
+        ("transport", Box::new(|c: &mut Config| c.transport = TransportKind::Net)),
+    ] {
+        let id = UniqueId::new().unwrap();
+        let results: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..k)
+                .map(|rank| {
+                    let (id, vary) = (&id, &vary);
+                    s.spawn(move || {
+                        let mut config = Config {
+                            timeout: Duration::from_secs(5),
+                            ..Config::sim()
+                        };
+                        if rank == 1 {
+                            vary(&mut config);
+                        }
+                        Communicator::init_with(id, rank, k, Backend::Sim, config).map(|_| ())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for (rank, r) in results.into_iter().enumerate() {
+            assert!(
+                matches!(r, Err(Error::InvalidArgument(_))),
+                "{what}: rank {rank}: {r:?}"
+            );
+        }
+    }
+    let id = UniqueId::new().unwrap();
+    for bad in [
+        Config {
+            channels: 0,
+            ..Config::sim()
+        },
+        Config {
+            timeout: Duration::ZERO,
+            ..Config::sim()
+        },
+        Config {
+            buffer_bytes: 1024,
+            ..Config::sim()
+        },
+    ] {
+        let r = Communicator::init_with(&id, 0, 1, Backend::Sim, bad.clone()).map(|_| ());
+        assert!(matches!(r, Err(Error::InvalidArgument(_))), "{bad:?}: {r:?}");
+    }
+}
