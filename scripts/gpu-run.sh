@@ -59,7 +59,7 @@ for step in $STEPS; do
       run nvcomp python3 benches/gpu/nvcomp_baseline.py $T ;;
     comm)
       run comm_example .gpu/bin/all_reduce --count 3000000
-      for t in p2p net; do
+      for t in ${COMM_TRANSPORTS:-p2p net}; do
         rm -rf $T/dump_$t
         run comm_check_$t .gpu/bin/zipcoll-comm check --transport $t --dump $T/dump_$t
         run nccl_compare_$t python3 benches/gpu/nccl_collectives.py compare $T/dump_$t
@@ -68,12 +68,16 @@ for step in $STEPS; do
     comm_sanitizer)
       run comm_sanitizer compute-sanitizer --target-processes all --tool memcheck --error-exitcode 3 .gpu/bin/all_reduce --count 100000 ;;
     comm_bench)
-      S=${COMM_SIZES:-1M,16M,128M,1G}
-      run comm_bench_p2p .gpu/bin/zipcoll-comm bench --transport p2p --sizes $S
-      run nccl_bench_nvlink python3 benches/gpu/nccl_collectives.py bench nvlink $S
-      run comm_bench_net .gpu/bin/zipcoll-comm bench --transport net --sizes $S
-      NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_SOCKET_NTHREADS=2 NCCL_NSOCKS_PERTHREAD=4 \
-        run nccl_bench_socket python3 benches/gpu/nccl_collectives.py bench socket $S ;;
+      S=${COMM_SIZES:-1M,64M,1G}
+      for t in ${COMM_TRANSPORTS:-p2p net}; do
+        run comm_bench_$t .gpu/bin/zipcoll-comm bench --transport $t --sizes $S --iters ${COMM_ITERS:-5}
+        if [ $t = p2p ]; then
+          run nccl_bench_nvlink python3 benches/gpu/nccl_collectives.py bench nvlink $S
+        else
+          NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_SOCKET_NTHREADS=2 NCCL_NSOCKS_PERTHREAD=4 \
+            run nccl_bench_socket python3 benches/gpu/nccl_collectives.py bench socket $S
+        fi
+      done ;;
     inspect)
       for f in normal_bf16:bf16 weights_bf16:bf16 grads_f32:f32 acts_bf16:bf16 weights_f16:f16 weights_f8e4m3:f8e4m3 grads_f8e5m2:f8e5m2; do
         echo "--- ${f%%:*}"; .gpu/bin/zipcoll inspect $T/${f%%:*}.bin --dtype ${f##*:} --gpu

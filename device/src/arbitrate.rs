@@ -252,10 +252,10 @@ impl Arbiter {
             .filter(move |&c| c != CodecId::Raw && self.policy.available.contains(c))
     }
 
-    /// Steps 1-4 for `data` (elements of `T`), to be sent in frames of `frame_elems` elements
-    /// (`0`: one frame) into at most `capacity` bytes.
-    pub fn plan<T: Split>(&self, data: &[T::Bits], frame_elems: usize, capacity: u64) -> Plan {
-        let n = data.len();
+    /// Step 1 alone, for a batch of `n` elements of `T`: the plan when a gate decides RAW
+    /// without looking at the data, else `None` (the caller then samples: [`Arbiter::plan`]).
+    /// Lets a caller whose batch is far away (in device memory) skip fetching the sample.
+    pub fn gate<T: Split>(&self, n: usize, frame_elems: usize, capacity: u64) -> Option<Plan> {
         let raw_bytes = (n * T::DTYPE.size_bytes()) as u64;
         let mut plan = Plan {
             raw_bytes,
@@ -265,11 +265,11 @@ impl Arbiter {
             reason: Reason::TooSmall,
         };
         if n == 0 || raw_bytes < self.policy.min_batch_bytes as u64 {
-            return plan;
+            return Some(plan);
         }
         if self.candidates().next().is_none() {
             plan.reason = Reason::NoCodecAvailable;
-            return plan;
+            return Some(plan);
         }
         let floor = lower_bound_bytes::<T>(n, frame_elems);
         if self
@@ -277,8 +277,26 @@ impl Arbiter {
             .all(|c| floor > self.max_bytes(c, raw_bytes, capacity))
         {
             plan.reason = Reason::CannotWin;
-            return plan;
+            return Some(plan);
         }
+        None
+    }
+
+    /// Steps 1-4 for `data` (elements of `T`), to be sent in frames of `frame_elems` elements
+    /// (`0`: one frame) into at most `capacity` bytes.
+    pub fn plan<T: Split>(&self, data: &[T::Bits], frame_elems: usize, capacity: u64) -> Plan {
+        let n = data.len();
+        if let Some(gated) = self.gate::<T>(n, frame_elems, capacity) {
+            return gated;
+        }
+        let raw_bytes = (n * T::DTYPE.size_bytes()) as u64;
+        let mut plan = Plan {
+            raw_bytes,
+            raw_s: self.transport.raw_time_s(raw_bytes),
+            predictions: None,
+            choice: None,
+            reason: Reason::Predicted,
+        };
         let predictions = predict::<T>(&Sample::of::<T>(data), n, frame_elems);
         plan.predictions = Some(predictions);
         plan.choice = self

@@ -8,8 +8,11 @@ use std::sync::Arc;
 /// Zeroed device memory on one GPU.
 pub struct CudaBuffer {
     gpu: Arc<CudaGpu>,
+    /// At least one byte (the driver allocates no empty buffers).
     slice: CudaSlice<u8>,
     ptr: u64,
+    /// The bytes asked for.
+    len: usize,
 }
 
 impl CudaBuffer {
@@ -25,12 +28,13 @@ impl CudaBuffer {
             gpu: Arc::clone(gpu),
             ptr,
             slice,
+            len,
         })
     }
 
     /// Bytes held.
     pub fn len(&self) -> usize {
-        self.slice.len()
+        self.len
     }
 
     /// Its device address.
@@ -51,12 +55,13 @@ impl CudaBuffer {
 
     /// A copy of the bytes, after everything on the device's stream.
     pub fn read(&self) -> Result<Vec<u8>> {
-        let out = self
+        let mut out = self
             .gpu
             .stream()
             .clone_dtoh(&self.slice)
             .map_err(cuda_error("cuMemcpyDtoH"))?;
         self.gpu.synchronize()?;
+        out.truncate(self.len);
         Ok(out)
     }
 }

@@ -314,9 +314,13 @@ impl Communicator {
             Compression::Off => Ok(CodecId::Raw),
             Compression::Lossless(Lossless::Force(c)) => Ok(c),
             Compression::Lossless(Lossless::Auto) => {
-                let image = self.links.sample(dtype, src, n)?;
                 let arbiter = Arbiter::new(self.link_model());
                 let fe = self.frame_elems(dtype);
+                // the gates decide from the size alone (RAW on NVLink): no sample to fetch
+                if let Some(gated) = dispatch_dtype!(dtype, |T| arbiter.gate::<T>(n, fe, u64::MAX)) {
+                    return Ok(gated.choice.map_or(CodecId::Raw, |c| c.codec));
+                }
+                let image = self.links.sample(dtype, src, n)?;
                 let plan = dispatch_dtype!(dtype, |T| {
                     // SAFETY: the image holds `n` elements (the sampled ranges as the input's),
                     // aligned for any element type, and nothing writes it meanwhile.

@@ -138,12 +138,14 @@ impl Toolchain {
     }
 
     /// `ptxas --verbose` over `ptx` for `arch` (`sm_90`): its report (registers, spills, shared
-    /// memory per entry). Fails if ptxas rejects the module.
+    /// memory per entry). Fails if ptxas rejects the module. Compiles functions on every core
+    /// (`--split-compile 0`): the module's collective kernels take minutes on one.
     pub fn ptxas_verbose(&self, ptx: &Path, arch: &str) -> Result<String, BuildError> {
         let cubin = ptx.with_extension(format!("{arch}.cubin"));
         let mut cmd = Command::new(&self.ptxas);
         cmd.arg(format!("-arch={arch}"))
             .arg("--verbose")
+            .args(["--split-compile", "0"])
             .arg(ptx)
             .arg("-o")
             .arg(&cubin);
