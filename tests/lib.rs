@@ -3,7 +3,7 @@
 //!
 //! | function                 | input                       | output                                   |
 //! |--------------------------|-----------------------------|------------------------------------------|
-//! | [`ptx_entries`]          | a PTX module                | (entry name, normalized body) per `.entry` |
+//! | [`ptx_entries`]          | a PTX module                | (entry name, normalized body) per `.entry`; the rest with one size line per `.func` |
 //! | [`ptxas_resources`]      | `ptxas --verbose` output    | one line per entry: registers, spills, smem |
 //! | [`amd_kernel_summary`]   | `llvm-readelf --notes`      | target + one line per kernel's resources |
 
@@ -58,23 +58,41 @@ pub fn strip_crate_hashes(code: &str) -> String {
 }
 
 /// Splits a PTX module into its entry points: (name, normalized text from `.entry` to the
-/// closing brace), and the normalized rest of the module (header, globals, `.func`s).
+/// closing brace, branch labels renumbered from 0 in order of appearance), and the rest of
+/// the module: its header and globals, normalized, and one line per `.func` (`.func NAME: N
+/// lines`), so helper functions are tracked by size without putting every line of them in a
+/// snapshot.
 pub fn ptx_entries(ptx: &str) -> (Vec<(String, String)>, String) {
     let mut entries = Vec::new();
     let mut rest = String::new();
-    let mut current: Option<(String, String)> = None;
+    // (entry or function, name, body, whether its `{` was seen) of the block being read
+    let mut current: Option<(bool, String, String, bool)> = None;
     for line in ptx.lines().filter_map(normalize_ptx_line) {
         let line = line.as_str();
-        if let Some(pos) = line.find(".entry ") {
-            let name = line[pos + 7..].split(['(', ' ']).next().unwrap_or("").to_string();
-            current = Some((name, String::new()));
+        if current.is_none() {
+            if let Some(pos) = line.find(".entry ") {
+                let name = line[pos + 7..].split(['(', ' ']).next().unwrap_or("").to_string();
+                current = Some((true, name, String::new(), false));
+            } else if let Some(pos) = line.find(".func ").filter(|_| !line.trim_end().ends_with(';')) {
+                current = Some((false, func_name(&line[pos + 6..]), String::new(), false));
+            }
         }
         match current.as_mut() {
-            Some((_, body)) => {
+            Some((entry, name, body, opened)) => {
                 body.push_str(line);
                 body.push('\n');
-                if line == "}" {
-                    entries.push(current.take().expect("inside an entry"));
+                *opened |= line == "{";
+                if !*opened && line.trim_end().ends_with(';') {
+                    // a prototype (declaration) spread over lines: it stays in the rest
+                    rest.push_str(body);
+                    current = None;
+                } else if line == "}" {
+                    if *entry {
+                        entries.push((std::mem::take(name), renumber_labels(body)));
+                    } else {
+                        rest.push_str(&format!(".func {name}: {} lines\n", body.lines().count()));
+                    }
+                    current = None;
                 }
             }
             None => {
@@ -86,10 +104,47 @@ pub fn ptx_entries(ptx: &str) -> (Vec<(String, String)>, String) {
     (entries, rest)
 }
 
-/// One line per entry from `ptxas --verbose`: `name: Used N registers, ...; N bytes stack
-/// frame, N bytes spill stores, N bytes spill loads` (compile times dropped).
+/// The name in a `.func` header after the keyword: past an optional `(return params)` group,
+/// up to the parameter list.
+fn func_name(header: &str) -> String {
+    let h = header.trim_start();
+    let h = match h.strip_prefix('(') {
+        Some(inner) => inner.split_once(')').map_or("", |(_, after)| after).trim_start(),
+        None => h,
+    };
+    h.split(['(', ' ']).next().unwrap_or("").to_string()
+}
+
+/// Renumbers LLVM's branch labels `$L__BB<function>_<block>` as `$L__BB<k>_<block>`, `k`
+/// counting the distinct function numbers from 0 in order of appearance: the function number
+/// counts every function compiled before, so it changes when unrelated code does.
+pub fn renumber_labels(body: &str) -> String {
+    const OPEN: &str = "$L__BB";
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = String::with_capacity(body.len());
+    let mut rest = body;
+    while let Some(at) = rest.find(OPEN) {
+        out.push_str(&rest[..at + OPEN.len()]);
+        rest = &rest[at + OPEN.len()..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 && rest[digits..].starts_with('_') {
+            let n = &rest[..digits];
+            let k = seen.iter().position(|s| s == n).unwrap_or_else(|| {
+                seen.push(n.to_string());
+                seen.len() - 1
+            });
+            out.push_str(&k.to_string());
+            rest = &rest[digits..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// One line per entry from `ptxas --verbose`, sorted by name: `name: Used N registers, ...;
+/// N bytes stack frame, N bytes spill stores, N bytes spill loads` (compile times dropped).
 pub fn ptxas_resources(report: &str) -> String {
-    let mut out = String::new();
+    let mut lines = Vec::new();
     let mut name = "";
     let mut frame = "";
     for line in report.lines() {
@@ -99,10 +154,12 @@ pub fn ptxas_resources(report: &str) -> String {
         } else if line.contains("bytes stack frame") {
             frame = line;
         } else if let Some(used) = line.strip_prefix("ptxas info    : Used ") {
-            out.push_str(&format!("{name}: Used {used}; {frame}\n"));
+            lines.push(format!("{name}: Used {used}; {frame}\n"));
         }
     }
-    out
+    // ptxas compiles functions in parallel (`--split-compile`): sort for a stable report
+    lines.sort();
+    lines.concat()
 }
 
 /// The kernel-level resource fields of an AMD code object's metadata notes, one line per
@@ -182,9 +239,14 @@ mod tests {
     fn ptx_entries_split_and_drop_churn() {
         let ptx = "//\n// Generated by LLVM\n.version 7.8\n.target sm_90\n\t.file 1 \"x.rs\"\n\
                    .visible .entry k1(\n.param .u64 p\n)\n{\n\t.loc 1 2 3\n\tret; // done\n}\n\n\
-                   .visible .entry k2()\n{\n\tret;\n}\n";
+                   .visible .entry k2()\n{\n$L__BB77_1:\n\tbra $L__BB77_1;\n}\n\
+                   .func (.param .b32 r) helper(\n.param .b64 a\n)\n;\n\
+                   .func (.param .b32 r) helper(\n.param .b64 a\n)\n{\n\tret;\n}\n";
         let (entries, rest) = ptx_entries(ptx);
-        assert_eq!(rest, ".version 7.8\n.target sm_90\n");
+        assert_eq!(
+            rest,
+            ".version 7.8\n.target sm_90\n.func (.param .b32 r) helper(\n.param .b64 a\n)\n;\n.func helper: 6 lines\n"
+        );
         assert_eq!(entries.len(), 2);
         assert_eq!(
             entries[0],
@@ -193,7 +255,13 @@ mod tests {
                 ".visible .entry k1(\n.param .u64 p\n)\n{\n\tret;\n}\n".into()
             )
         );
-        assert_eq!(entries[1].0, "k2");
+        assert_eq!(
+            entries[1],
+            (
+                "k2".into(),
+                ".visible .entry k2()\n{\n$L__BB0_1:\n\tbra $L__BB0_1;\n}\n".into()
+            )
+        );
     }
 
     #[test]

@@ -127,25 +127,19 @@ impl Case {
         let mut src = comm.alloc(input.len())?;
         src.copy_from_host(input)?;
         let mut dst = comm.alloc(out_elems * size)?;
-        let data = Data::OutOfPlace {
-            src: &src,
-            dst: &mut dst,
-        };
+        let r = comm.rank();
+        let oop = |dst| Data::OutOfPlace { src: &src, dst };
         match self {
-            Case::AllReduce(a) => comm.all_reduce(data, count, dtype, op, Options { algorithm: a, ..opts })?,
-            Case::AllGather => comm.all_gather(data, count, dtype, opts)?,
-            Case::ReduceScatter => comm.reduce_scatter(data, count, dtype, op, opts)?,
-            Case::Reduce(root) => comm.reduce(data, count, dtype, op, root, opts)?,
-            Case::Broadcast(root) => comm.broadcast(data, count, dtype, root, opts)?,
-            Case::AllToAll => comm.all_to_all(data, count, dtype, opts)?,
+            Case::AllReduce(a) => comm.all_reduce(oop(&mut dst), count, dtype, op, Options { algorithm: a, ..opts })?,
+            Case::AllGather => comm.all_gather(oop(&mut dst), count, dtype, opts)?,
+            Case::ReduceScatter => comm.reduce_scatter(oop(&mut dst), count, dtype, op, opts)?,
+            Case::Reduce(root) => comm.reduce(oop(&mut dst), count, dtype, op, root, opts)?,
+            Case::Broadcast(root) => comm.broadcast(oop(&mut dst), count, dtype, root, opts)?,
+            Case::AllToAll => comm.all_to_all(oop(&mut dst), count, dtype, opts)?,
             Case::Shift => {
-                let Data::OutOfPlace { src, dst } = data else {
-                    unreachable!("built out of place above")
-                };
-                let r = comm.rank();
                 let mut g = comm.group();
-                g.send(src, count, dtype, (r + 1) % k)?;
-                g.recv(dst, count, dtype, (r + k - 1) % k)?;
+                g.send(&src, count, dtype, (r + 1) % k)?;
+                g.recv(&mut dst, count, dtype, (r + k - 1) % k)?;
                 g.launch(opts)?;
             }
         }
