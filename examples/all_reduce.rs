@@ -15,10 +15,10 @@
 use clap::Parser;
 use std::process::ExitCode;
 use std::time::Instant;
-use zipcoll::comm::launch::{rank_env, spawn_ranks};
+use zipcoll::comm::launch::{child_communicator, spawn_ranks};
 use zipcoll::comm::{run_sim, Communicator, Compression, Config, Data, Lossless, Options, TransportKind};
 use zipcoll::reference::{collective, CollRef};
-use zipcoll::{Backend, CodecId, DType, Error, ReduceOp};
+use zipcoll::{CodecId, DType, Error, ReduceOp};
 
 #[derive(Parser, Clone)]
 #[command(about = "All_reduce on a zipcoll communicator, checked against the reference")]
@@ -112,12 +112,7 @@ fn config(args: &Args, base: Config) -> Result<Config, Error> {
 fn main() -> ExitCode {
     let args = Args::parse();
     let outcome = (|| -> Result<bool, Error> {
-        if let Some(me) = rank_env()? {
-            let devices = zipcoll::cuda::device_count()?.max(1);
-            let backend = Backend::Cuda {
-                ordinal: me.rank % devices,
-            };
-            let comm = Communicator::init_with(&me.id, me.rank, me.nranks, backend, config(&args, Config::gpu())?)?;
+        if let Some(comm) = child_communicator(config(&args, Config::gpu())?)? {
             return run(comm, args.count);
         }
         let gpus = match args.backend.as_str() {

@@ -18,12 +18,12 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use zipcoll::comm::launch::{rank_env, spawn_ranks};
+use zipcoll::comm::launch::{child_communicator, spawn_ranks};
 use zipcoll::comm::{
     run_sim, Algorithm, Communicator, Compression, Config, Data, DeviceBuffer, Lossless, Options, TransportKind,
 };
 use zipcoll::reference::{collective, CollRef};
-use zipcoll::{testdata, Backend, CodecId, DType, Error, ReduceOp};
+use zipcoll::{testdata, CodecId, DType, Error, ReduceOp};
 
 #[derive(Parser)]
 #[command(about = "Checks or times zipcoll's collectives across GPUs (one process each) or simulated ranks")]
@@ -454,12 +454,7 @@ fn config(cli: &Cli, base: Config) -> Result<Config, Error> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = (|| -> Result<bool, Error> {
-        if let Some(me) = rank_env()? {
-            let devices = zipcoll::cuda::device_count()?.max(1);
-            let backend = Backend::Cuda {
-                ordinal: me.rank % devices,
-            };
-            let comm = Communicator::init_with(&me.id, me.rank, me.nranks, backend, config(&cli, Config::gpu())?)?;
+        if let Some(comm) = child_communicator(config(&cli, Config::gpu())?)? {
             return on_rank(comm, &cli);
         }
         if zipcoll::cuda::is_available() && cli.transport != "sim" {

@@ -8,6 +8,9 @@
 //! | `ZIPCOLL_RANK`       | the child's rank                       |
 //! | `ZIPCOLL_NRANKS`     | the number of ranks                    |
 //!
+//! [`child_communicator`] does both in a child: its place, then its communicator on GPU
+//! `rank % devices`.
+//!
 //! ```no_run
 //! use zipcoll_host::comm::launch::{rank_env, spawn_ranks};
 //! match rank_env()? {
@@ -17,7 +20,8 @@
 //! # Ok::<(), zipcoll_host::Error>(())
 //! ```
 
-use super::UniqueId;
+use super::{Communicator, Config, UniqueId};
+use crate::backend::Backend;
 use crate::error::{Error, Result};
 use std::process::Command;
 
@@ -85,4 +89,17 @@ pub fn spawn_ranks(nranks: usize) -> Result<i32> {
         }
     }
     Ok(code)
+}
+
+/// This process's communicator when [`spawn_ranks`] started it (`None` otherwise): rank `r`
+/// uses CUDA device `r % devices`, with `config`.
+pub fn child_communicator(config: Config) -> Result<Option<Communicator>> {
+    let Some(me) = rank_env()? else {
+        return Ok(None);
+    };
+    let devices = crate::cuda::device_count()?.max(1);
+    let backend = Backend::Cuda {
+        ordinal: me.rank % devices,
+    };
+    Communicator::init_with(&me.id, me.rank, me.nranks, backend, config).map(Some)
 }
