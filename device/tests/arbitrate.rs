@@ -516,3 +516,33 @@ fn gpt_like_weights_are_predicted_per_frame() {
         assert!(e.abs() <= 0.03, "{codec:?}: predicted {:+.2}% off", 100.0 * e);
     }
 }
+
+#[test]
+fn few_coding_warps_go_raw_unless_the_link_is_slow() {
+    let n = 1 << 18;
+    let frame_elems = 1 << 15;
+    let data = normal::<Bf16>(n, 1.0, 3);
+    let capacity = (2 * n) as u64;
+    // 16 warps code ExpWindow at ~1.2 GB/s: slower than sending RAW over the 4.6 GB/s link
+    let net16 = NET.with_coders(16);
+    let d = Arbiter::new(net16).plan::<Bf16>(&data, frame_elems, capacity);
+    assert_eq!(d.choice, None, "{d:?}");
+    assert_eq!(d.reason, Reason::CannotWin);
+    // the same 16 warps beat a 100 MB/s link
+    let slow = Arbiter::new(net16.with_bandwidth_cap(100e6)).plan::<Bf16>(&data, frame_elems, capacity);
+    assert!(slow.choice.is_some(), "{slow:?}");
+    // enough warps reach the whole-GPU rates, and no more
+    let wide = NET.with_coders(1 << 20);
+    assert_eq!(wide, NET);
+    let some = NET.with_coders(64);
+    for c in CodecId::ALL {
+        let (one, all) = (some.cost(c), NET.cost(c));
+        assert!(one.enc_s_per_byte >= all.enc_s_per_byte && one.dec_s_per_byte >= all.dec_s_per_byte);
+        if c != CodecId::Raw {
+            assert!(
+                one.enc_s_per_byte > all.enc_s_per_byte,
+                "{c:?}: 64 warps are below the GPU's rate"
+            );
+        }
+    }
+}

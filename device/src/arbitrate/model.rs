@@ -78,6 +78,29 @@ impl TransportModel {
     pub fn raw_time_s(&self, raw_bytes: u64) -> f32 {
         self.time_s(CodecId::Raw, raw_bytes, raw_bytes)
     }
+
+    /// This link as a collective that codes with `warps` warps sees it: each codec encodes and
+    /// decodes at most `warps` times its one-warp rate ([`H200_WARP_CODECS`]), and never faster
+    /// than the whole GPU (the preset's rate). A collective with few channels codes far slower
+    /// than a whole-GPU codec kernel, and a model that ignored that would choose codecs that
+    /// make the collective slower than RAW.
+    pub fn with_coders(self, warps: u32) -> TransportModel {
+        let warps = warps.max(1) as f32;
+        let mut codecs = self.codecs;
+        for (c, one) in codecs.iter_mut().zip(H200_WARP_CODECS) {
+            c.enc_s_per_byte = c.enc_s_per_byte.max(one.enc_s_per_byte / warps);
+            c.dec_s_per_byte = c.dec_s_per_byte.max(one.dec_s_per_byte / warps);
+        }
+        TransportModel { codecs, ..self }
+    }
+
+    /// This link with its bandwidth capped at `bytes_per_s` (a rate-limited NIC).
+    pub fn with_bandwidth_cap(self, bytes_per_s: f32) -> TransportModel {
+        TransportModel {
+            bandwidth_bytes_per_s: self.bandwidth_bytes_per_s.min(bytes_per_s),
+            ..self
+        }
+    }
 }
 
 /// Codec costs on an H200, shared by both presets: each codec's encode / decode GB/s of
@@ -95,6 +118,19 @@ const H200_CODECS: [CodecCost; CODECS] = [
     CodecCost::from_gbps(2e-6, 99.0, 125.0),
     CodecCost::from_gbps(2e-6, 55.0, 103.0),
     CodecCost::from_gbps(2e-6, 38.0, 107.0),
+];
+
+/// One warp's codec rates on an H200: the encode / decode GB/s of each codec at 1 MiB in the
+/// same run as [`H200_CODECS`] (64 frames of 8192 bf16 elements, one warp each, too few to
+/// fill the GPU: FixedLen 4.4 / 5.5, ExpWindow 4.6 / 5.7, ExpAns 3.4 / 4.4, Huffman 2.4 / 5.0
+/// GB/s), divided by the 64 warps. RAW stays free (its frames are written by the primitives'
+/// vectorized copy, not by a codec).
+const H200_WARP_CODECS: [CodecCost; CODECS] = [
+    CodecCost::FREE,
+    CodecCost::from_gbps(0.0, 4.4 / 64.0, 5.5 / 64.0),
+    CodecCost::from_gbps(0.0, 4.6 / 64.0, 5.7 / 64.0),
+    CodecCost::from_gbps(0.0, 3.4 / 64.0, 4.4 / 64.0),
+    CodecCost::from_gbps(0.0, 2.4 / 64.0, 5.0 / 64.0),
 ];
 
 /// NVLink between two H200s (NV18): 327 GB/s, the busbw NCCL 2.28.9's all_reduce of 1 GiB of

@@ -117,6 +117,10 @@ impl<'a> LaneOut<'a> {
             _buf: PhantomData,
         }
     }
+    /// The buffer's first byte.
+    pub fn as_mut_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
     /// Bytes in the buffer.
     pub fn len(&self) -> usize {
         self.len

@@ -26,6 +26,10 @@ pub trait Compression {
     /// is the channel's `ChannelDesc::codec`. Called by every lane of the warp with the same
     /// arguments.
     fn encode<W: Warp, T: Split>(w: W, codec: u64, input: &[T::Bits], out: LaneOut<'_>) -> Result<usize, FrameError>;
+
+    /// Whether every frame [`Compression::encode`] writes for channel codec `codec` is RAW (so a
+    /// step may write it itself: [`super::raw`]).
+    fn sends_raw(codec: u64) -> bool;
 }
 
 /// Compression off: RAW frames.
@@ -39,12 +43,20 @@ impl Compression for Off {
     fn encode<W: Warp, T: Split>(w: W, _: u64, input: &[T::Bits], out: LaneOut<'_>) -> Result<usize, FrameError> {
         encode_raw_frame::<W, T>(w, input, out)
     }
+
+    fn sends_raw(_: u64) -> bool {
+        true
+    }
 }
 
 impl<C: SymbolCoder> Compression for Force<C> {
     #[inline(always)]
     fn encode<W: Warp, T: Split>(w: W, _: u64, input: &[T::Bits], out: LaneOut<'_>) -> Result<usize, FrameError> {
         encode_frame::<W, T, C>(w, input, out)
+    }
+
+    fn sends_raw(_: u64) -> bool {
+        false
     }
 }
 
@@ -65,5 +77,9 @@ impl Compression for ByChannel {
                 found: u8::try_from(codec).unwrap_or(u8::MAX),
             }),
         }
+    }
+
+    fn sends_raw(codec: u64) -> bool {
+        codec == CodecId::Raw as u64
     }
 }

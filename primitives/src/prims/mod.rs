@@ -30,12 +30,20 @@
 //! computed into `dst` (`COPY`) or the staging buffer, and sent from there. In place
 //! (`src == dst`) is allowed: each lane reads `src[i]` before it writes `dst[i]`.
 //!
+//! RAW steps take a fast path ([`raw`]): when the frame sent (if any) is RAW, the frame
+//! received (if any) is exactly a RAW frame of the chunk, and `src` / `dst` are 16-byte aligned,
+//! the step checks the received payload's checksum in one vectorized pass and then computes,
+//! copies and sends the value in a second one, writing the frame itself (byte-identical to the
+//! codec's RAW frame): no staging buffer, no scalar passes. Anything else (coded frames, odd
+//! alignment, a frame that is not what the step expects) takes the general path above.
+//!
 //! One warp per channel: the frame codec is warp-cooperative (all lanes of a warp encode or
 //! decode one frame together), so a channel is driven by exactly one warp and more bandwidth
 //! comes from more channels, i.e. more warps, each with its own [`crate::conn::ChannelDesc`].
 //! Every step ends with a warp sync, so the next step may reuse the staging buffer.
 
 mod compression;
+pub mod raw;
 
 pub use compression::{ByChannel, Compression, Force, Off};
 
@@ -157,6 +165,10 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
         if SEND && self.send.is_none() {
             return missing(Side::Send);
         }
+        // SAFETY: forwarded from the caller.
+        if let Some(done) = unsafe { self.run_raw::<RECV, REDUCE, SEND, COPY>(src, dst, n) } {
+            return done;
+        }
         let bytes = n * T::DTYPE.size_bytes();
         // where the chunk's value is computed and sent from
         let target = if COPY { dst } else { self.stage };
@@ -215,6 +227,69 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
             send.post(w);
         }
         Ok(())
+    }
+
+    /// The step over [`raw`]'s fast path, when it applies: the frame sent (if any) is RAW,
+    /// `src` and `dst` (where used) are vector-aligned, and the frame received (if any) is
+    /// exactly a RAW frame of `n` elements. `None` (nothing consumed, sent or written) when it
+    /// does not apply; the sides are present (checked by the caller).
+    ///
+    /// # Safety
+    /// As [`Prims::run`].
+    #[inline(always)]
+    unsafe fn run_raw<const RECV: bool, const REDUCE: bool, const SEND: bool, const COPY: bool>(
+        &mut self,
+        src: *const T::Bits,
+        dst: *mut T::Bits,
+        n: usize,
+    ) -> Option<Result<(), Failure>> {
+        let w = self.w;
+        let local = REDUCE || !RECV;
+        if (SEND && !E::sends_raw(self.codec)) || (local && !raw::aligned(src)) || (COPY && !raw::aligned(dst)) {
+            return None;
+        }
+        let mut received = core::ptr::null();
+        if let (true, Some(recv)) = (RECV, self.recv.as_ref()) {
+            let step = recv.step();
+            let frame = match recv.wait_frame(w) {
+                Ok(frame) => frame,
+                Err(e) => return Some(Err(e)),
+            };
+            received = match raw::check_received::<W, T>(w, frame, n) {
+                raw::Received::General => return None,
+                raw::Received::Corrupt { stored, computed } => {
+                    return Some(Err(raw::checksum_failure(step, stored, computed)))
+                }
+                // every lane: the received payload matches its checksum
+                raw::Received::Payload(payload) => payload,
+            };
+        }
+        let mut slot = core::ptr::null_mut();
+        if let (true, Some(send)) = (SEND, self.send.as_ref()) {
+            match send.wait_slot(w) {
+                Ok(out) => slot = out.as_mut_ptr(),
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        let step = raw::RawStep {
+            recv: received,
+            src,
+            dst,
+            send: slot,
+            n,
+        };
+        // SAFETY: the payload was checked above; `src`, `dst` are valid as `run`'s caller
+        // promised and aligned (checked); the slot holds a frame of `frame_elems >= n`
+        // elements (checked in `new`).
+        unsafe { raw::combine_send::<W, T, O, RECV, REDUCE, SEND, COPY>(w, self.op, &step) };
+        // `release` and `post` sync the warp before they publish
+        if let (true, Some(recv)) = (RECV, self.recv.as_mut()) {
+            recv.release(w);
+        }
+        if let (true, Some(send)) = (SEND, self.send.as_mut()) {
+            send.post(w);
+        }
+        Some(Ok(()))
     }
 
     /// Sends `pre(src)`.

@@ -1,0 +1,317 @@
+//! The RAW fast path of a step: when the frame received (if any) and the frame sent (if any)
+//! are both RAW, the step needs no codec, and it runs as at most two vectorized passes instead
+//! of decode, combine and encode over scalar words:
+//!
+//! | pass        | reads                          | writes                                        |
+//! |-------------|--------------------------------|-----------------------------------------------|
+//! | 1 (`RECV`)  | the received payload           | nothing: its checksum, compared with the header's before anything is written |
+//! | 2           | the received payload, `src`    | `dst` (`COPY`), the sent payload (`SEND`) and its checksum |
+//! | header      |                                | lane 0: the sent frame's header               |
+//!
+//! Lane `l` moves 16-byte vectors `l, l + WIDTH, ..`, [`UNROLL`] of them loaded before any is
+//! used, so a warp keeps `UNROLL x WIDTH x 16` bytes of loads in flight; the last `bytes % 16`
+//! bytes (at most 4 words) go word by word, element by element. The frames written are
+//! byte-identical to [`zipcoll_device::codec::encode_raw_frame`]'s, and a received frame that
+//! is not exactly a RAW frame of the step's `n` elements is left to the general path (which
+//! decodes it or reports why not).
+//!
+//! Eligible when `src` (if read) and `dst` (if written) are 16-byte aligned; slots are
+//! ([`crate::conn::SLOT_ALIGN`]), and payloads start 32 bytes into them.
+
+use crate::conn::{ConnError, Failure};
+use zipcoll_device::bits::warp_sum_u32;
+use zipcoll_device::codec::CodecId;
+use zipcoll_device::dtype::Elem;
+use zipcoll_device::frame::{checksum_term, FrameError, FrameHeader, HEADER_BYTES};
+use zipcoll_device::reduce::RedOp;
+use zipcoll_targets::{Warp, Word};
+
+/// Vectors each lane loads before it uses any of them.
+pub const UNROLL: usize = 4;
+/// Bytes of one vector.
+pub const VECTOR_BYTES: usize = 16;
+
+/// Four little-endian u32 words, 16-byte aligned: one vector load or store.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(16))]
+struct Vector([u32; 4]);
+
+/// Whether `p` may be read and written by vectors.
+#[inline(always)]
+pub fn aligned<P>(p: *const P) -> bool {
+    (p as usize).is_multiple_of(VECTOR_BYTES)
+}
+
+/// The stored checksum of `frame` if it is exactly a RAW frame of `n` elements of `T` (a valid
+/// header of dtype `T`, codec RAW, no parameters, `n` elements of payload inside `frame`);
+/// `None` for anything else.
+#[inline(always)]
+pub fn raw_frame_checksum<T: Elem>(frame: &[u8], n: usize) -> Option<u32> {
+    let h = FrameHeader::parse(frame).ok()?;
+    let bytes = n * T::DTYPE.size_bytes();
+    let exact = h.codec_id() == Some(CodecId::Raw)
+        && h.dtype_id() == Some(T::DTYPE)
+        && h.params == 0
+        && h.params2 == 0
+        && h.raw_bytes as usize == bytes
+        && h.payload_bytes == h.raw_bytes
+        && frame.len() >= HEADER_BYTES + bytes;
+    exact.then_some(h.raw_checksum)
+}
+
+/// What a received frame is to the fast path ([`check_received`]).
+pub enum Received<B> {
+    /// Not exactly a RAW frame of the step's elements: the general path decodes it (or says
+    /// why not).
+    General,
+    /// A RAW frame whose payload (at the pointer, 16-byte aligned) matches its checksum.
+    Payload(*const B),
+    /// A RAW frame whose payload does not match its checksum.
+    Corrupt {
+        /// The header's checksum.
+        stored: u32,
+        /// The payload's.
+        computed: u32,
+    },
+}
+
+/// Classifies a received `frame` for a step of `n` elements, checking a RAW payload against its
+/// checksum (pass 1). Out of line: one copy per (warp, dtype), shared by every step.
+#[inline(never)]
+pub fn check_received<W: Warp, T: Elem>(w: W, frame: &[u8], n: usize) -> Received<T::Bits> {
+    let Some(stored) = raw_frame_checksum::<T>(frame, n) else {
+        return Received::General;
+    };
+    let payload = frame.as_ptr().wrapping_add(HEADER_BYTES).cast::<T::Bits>();
+    if !aligned(payload) {
+        return Received::General;
+    }
+    // SAFETY: the frame holds `n` elements of payload (`raw_frame_checksum`), aligned.
+    let computed = unsafe { recv_checksum::<W, T>(w, payload, n) };
+    if computed == stored {
+        Received::Payload(payload)
+    } else {
+        Received::Corrupt { stored, computed }
+    }
+}
+
+/// The addresses one RAW step reads and writes (null where a flag leaves a side out).
+pub struct RawStep<T: Elem> {
+    /// The received payload (`RECV`), 16-byte aligned, `n` elements.
+    pub recv: *const T::Bits,
+    /// The local contribution (`REDUCE` or not `RECV`), 16-byte aligned, `n` elements.
+    pub src: *const T::Bits,
+    /// Where the value goes (`COPY`), 16-byte aligned, `n` elements.
+    pub dst: *mut T::Bits,
+    /// The send slot (`SEND`): the frame is written at its start.
+    pub send: *mut u8,
+    /// Elements in the chunk.
+    pub n: usize,
+}
+
+/// Pass 1: the checksum of the `n` received elements at `recv` (every lane gets it).
+///
+/// # Safety
+/// `recv` is 16-byte aligned and valid for reads of `n` elements.
+#[inline(always)]
+pub unsafe fn recv_checksum<W: Warp, T: Elem>(w: W, recv: *const T::Bits, n: usize) -> u32 {
+    let bytes = n * T::DTYPE.size_bytes();
+    let nvec = bytes / VECTOR_BYTES;
+    let vectors = recv.cast::<Vector>();
+    let mut acc = 0u32;
+    let mut v = w.lane_id() as usize;
+    let stride = W::WIDTH as usize;
+    while v < nvec {
+        let mut loaded = [Vector::default(); UNROLL];
+        for (u, slot) in loaded.iter_mut().enumerate() {
+            let i = v + u * stride;
+            if i < nvec {
+                // SAFETY: `i < nvec`: a whole vector inside the payload (the caller's contract).
+                *slot = unsafe { vectors.add(i).read() };
+            }
+        }
+        for (u, vec) in loaded.iter().enumerate() {
+            let i = v + u * stride;
+            if i < nvec {
+                acc = acc.wrapping_add(vector_terms(vec, i));
+            }
+        }
+        v += UNROLL * stride;
+    }
+    // lane l: the terms of its vectors; the tail words (at most 4) go to lanes 0..4
+    let word = nvec * 4 + w.lane_id() as usize;
+    if word * 4 < bytes {
+        // SAFETY: the word's elements that exist are inside the payload.
+        let bits = unsafe { tail_word::<T>(recv, word, n) };
+        acc = acc.wrapping_add(checksum_term(bits, word as u32));
+    }
+    warp_sum_u32(w, acc).wrapping_add(bytes as u32)
+}
+
+/// Pass 2 and the header: computes each element's value (`combine(received, pre(src))`,
+/// `received`, or `pre(src)`, by the flags), writes it to `dst` (`COPY`) and to the send slot's
+/// payload (`SEND`), then lane 0 writes the sent frame's header. Returns the frame's bytes.
+/// Ends without a warp sync: the caller's `post` (or the next step) orders the lanes.
+///
+/// # Safety
+/// The pointers of `s` are valid as [`RawStep`] says for the flags; `dst` equals `src` or does
+/// not overlap it; the send slot holds at least a RAW frame of `n` elements.
+#[inline(never)]
+pub unsafe fn combine_send<
+    W: Warp,
+    T: Elem,
+    O: RedOp,
+    const RECV: bool,
+    const REDUCE: bool,
+    const SEND: bool,
+    const COPY: bool,
+>(
+    w: W,
+    op: O,
+    s: &RawStep<T>,
+) -> usize {
+    let local = REDUCE || !RECV;
+    let value = |received: T::Bits, mine: T::Bits| {
+        if REDUCE {
+            op.combine::<T>(received, op.pre::<T>(mine))
+        } else if RECV {
+            received
+        } else {
+            op.pre::<T>(mine)
+        }
+    };
+    let bytes = s.n * T::DTYPE.size_bytes();
+    let nvec = bytes / VECTOR_BYTES;
+    let (recv, src) = (s.recv.cast::<Vector>(), s.src.cast::<Vector>());
+    let dst = s.dst.cast::<Vector>();
+    let out = s.send.wrapping_add(HEADER_BYTES).cast::<Vector>();
+    let mut acc = 0u32;
+    let mut v = w.lane_id() as usize;
+    let stride = W::WIDTH as usize;
+    while v < nvec {
+        let mut got = [Vector::default(); UNROLL];
+        let mut mine = [Vector::default(); UNROLL];
+        for u in 0..UNROLL {
+            let i = v + u * stride;
+            if i < nvec {
+                // SAFETY: `i < nvec`: whole vectors inside the payload and `src` (contract).
+                unsafe {
+                    if RECV {
+                        got[u] = recv.add(i).read();
+                    }
+                    if local {
+                        mine[u] = src.add(i).read();
+                    }
+                }
+            }
+        }
+        for u in 0..UNROLL {
+            let i = v + u * stride;
+            if i < nvec {
+                let x = Vector(core::array::from_fn(|k| {
+                    map_word::<T>(got[u].0[k], mine[u].0[k], value)
+                }));
+                // SAFETY: `i < nvec`: inside `dst` and the slot's payload (contract); `src[i]`
+                // was read above, before this write.
+                unsafe {
+                    if COPY {
+                        dst.add(i).write(x);
+                    }
+                    if SEND {
+                        out.add(i).write(x);
+                    }
+                }
+                acc = acc.wrapping_add(vector_terms(&x, i));
+            }
+        }
+        v += UNROLL * stride;
+    }
+    // lanes 0..4: the tail words, element by element
+    let word = nvec * 4 + w.lane_id() as usize;
+    if word * 4 < bytes {
+        let per = 4 / T::DTYPE.size_bytes();
+        let first = word * per;
+        let mut bits = 0u32;
+        for (k, e) in (first..(first + per).min(s.n)).enumerate() {
+            // SAFETY: `e < n`: inside every buffer of the step.
+            unsafe {
+                let got = if RECV { s.recv.add(e).read() } else { T::Bits::default() };
+                let mine = if local { s.src.add(e).read() } else { T::Bits::default() };
+                let x = value(got, mine);
+                if COPY {
+                    s.dst.add(e).write(x);
+                }
+                if SEND {
+                    s.send.add(HEADER_BYTES).cast::<T::Bits>().add(e).write(x);
+                }
+                bits |= (x.to_bits64() as u32) << (8 * T::DTYPE.size_bytes() * k);
+            }
+        }
+        acc = acc.wrapping_add(checksum_term(bits, word as u32));
+    }
+    let checksum = warp_sum_u32(w, acc).wrapping_add(bytes as u32);
+    if SEND && w.lane_id() == 0 {
+        let h = FrameHeader::new(CodecId::Raw, T::DTYPE, 0, 0, bytes as u32, bytes as u32, checksum);
+        let header = h.to_bytes();
+        for (k, half) in header.chunks_exact(VECTOR_BYTES).enumerate() {
+            let v = Vector(core::array::from_fn(|j| {
+                u32::from_le_bytes([half[4 * j], half[4 * j + 1], half[4 * j + 2], half[4 * j + 3]])
+            }));
+            // SAFETY: the slot holds the header's 32 bytes and is 16-byte aligned (contract).
+            unsafe { s.send.cast::<Vector>().add(k).write(v) };
+        }
+    }
+    HEADER_BYTES + bytes
+}
+
+/// The typed error of a received RAW frame whose data do not match its checksum.
+pub fn checksum_failure(step: u64, stored: u32, computed: u32) -> Failure {
+    Failure {
+        step,
+        error: ConnError::Frame(FrameError::RawChecksum { stored, computed }),
+    }
+}
+
+/// The checksum terms of vector `i` (words `4i .. 4i + 4`).
+#[inline(always)]
+fn vector_terms(v: &Vector, i: usize) -> u32 {
+    let base = (i * 4) as u32;
+    v.0.iter()
+        .enumerate()
+        .fold(0u32, |acc, (k, &x)| acc.wrapping_add(checksum_term(x, base + k as u32)))
+}
+
+/// The word whose elements are `f(received element, local element)`, element by element.
+#[inline(always)]
+fn map_word<T: Elem>(received: u32, mine: u32, f: impl Fn(T::Bits, T::Bits) -> T::Bits) -> u32 {
+    let size = T::DTYPE.size_bytes();
+    let bits = 8 * size as u32;
+    let mask = if size == 4 { u32::MAX } else { (1u32 << bits) - 1 };
+    let mut out = 0u32;
+    for k in 0..(4 / size) as u32 {
+        let at = k * bits;
+        let r = T::Bits::from_bits64(((received >> at) & mask) as u64);
+        let m = T::Bits::from_bits64(((mine >> at) & mask) as u64);
+        out |= ((f(r, m).to_bits64() as u32) & mask) << at;
+    }
+    out
+}
+
+/// Little-endian word `word` of the elements at `p` (the first `n` exist), zero where no element
+/// is.
+///
+/// # Safety
+/// `p` is valid for reads of `n` elements.
+#[inline(always)]
+unsafe fn tail_word<T: Elem>(p: *const T::Bits, word: usize, n: usize) -> u32 {
+    let size = T::DTYPE.size_bytes();
+    let per = 4 / size;
+    let first = word * per;
+    let mut bits = 0u32;
+    for (k, e) in (first..(first + per).min(n)).enumerate() {
+        // SAFETY: `e < n` (the caller's contract).
+        let x = unsafe { p.add(e).read() };
+        bits |= (x.to_bits64() as u32) << (8 * size * k);
+    }
+    bits
+}

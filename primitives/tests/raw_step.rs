@@ -1,0 +1,248 @@
+//! The RAW fast path (`prims::raw`) against the general path's definitions: for every dtype,
+//! a few operators, every flag combination of the primitives, warps of 32 and 64 lanes and
+//! lengths around the vector and unroll boundaries, the values written equal the scalar
+//! `combine(received, pre(src))`, the frame sent is byte-identical to `encode_raw_frame`'s, and
+//! the received payload's checksum is `frame::checksum`'s. Which frames the fast path accepts
+//! (`raw_frame_checksum`) is checked too; end-to-end runs are in the collective sweeps.
+
+mod common;
+mod sim_net;
+
+use common::input;
+use zipcoll_device::codec::{encode_frame, encode_raw_frame, max_encoded_len, ExpAns, LaneOut};
+use zipcoll_device::dtype::{Bf16, Elem, Split, F16, F32, F8E4M3, F8E5M2};
+use zipcoll_device::frame::{checksum, HEADER_BYTES};
+use zipcoll_device::reduce::{Avg, Max, RedOp, Sum};
+use zipcoll_primitives::prims::raw::{combine_send, raw_frame_checksum, recv_checksum, RawStep};
+use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
+
+/// Lengths around the vector (16 bytes), unroll (4 vectors per lane) and warp boundaries.
+const LENGTHS: [usize; 14] = [0, 1, 2, 3, 5, 8, 15, 17, 63, 64, 65, 500, 2048 + 7, 8192 + 33];
+
+/// A 16-byte aligned zeroed buffer of at least `bytes` bytes.
+fn aligned(bytes: usize) -> Vec<u128> {
+    vec![0u128; bytes.div_ceil(16).max(1)]
+}
+
+fn bytes_of<B>(v: &[B]) -> &[u8] {
+    // SAFETY: plain integer words, all initialized.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), std::mem::size_of_val(v)) }
+}
+
+/// Runs `f` on one simulated warp of `W` lanes.
+fn on_warp<const W: u32>(f: impl Fn(SimWarp<W>) + Sync) {
+    launch::<W>(LaunchConfig::new(1, W), f).unwrap();
+}
+
+/// The RAW frame of `values` as `encode_raw_frame` writes it.
+fn raw_frame<T: Split>(values: &[T::Bits]) -> Vec<u8>
+where
+    T::Bits: Sync,
+{
+    let len = max_encoded_len::<T>(values.len());
+    let mut buf = vec![0u8; len];
+    let out = Shared(buf.as_mut_ptr());
+    on_warp::<32>(|w| {
+        // SAFETY: `buf` holds `len` bytes; every lane writes through its own `LaneOut` copy.
+        let lane_out = unsafe { LaneOut::from_raw(out.get(), len) };
+        assert_eq!(encode_raw_frame::<_, T>(w, values, lane_out), Ok(len));
+    });
+    buf
+}
+
+/// A pointer the simulated lanes share.
+#[derive(Clone, Copy)]
+struct Shared<P>(P);
+
+impl<T: Elem> Shared<RawStep<T>> {
+    /// The step (a method, so closures capture the `Sync` wrapper).
+    fn as_ref(&self) -> &RawStep<T> {
+        &self.0
+    }
+}
+// SAFETY: the lanes write disjoint parts (the code under test's contract).
+unsafe impl<P> Sync for Shared<P> {}
+// SAFETY: as above.
+unsafe impl<P> Send for Shared<P> {}
+
+impl<P: Copy> Shared<P> {
+    /// The pointer (a method, so closures capture the `Sync` wrapper, not its field).
+    fn get(&self) -> P {
+        self.0
+    }
+}
+
+/// One flag combination of one dtype and operator over `n` elements, on warps of `W` lanes.
+fn check<
+    const W: u32,
+    T: Split,
+    O: RedOp + Sync,
+    const RECV: bool,
+    const REDUCE: bool,
+    const SEND: bool,
+    const COPY: bool,
+>(
+    n: usize,
+) where
+    T::Bits: Sync,
+{
+    let op = O::new(3);
+    let size = T::DTYPE.size_bytes();
+    let received: Vec<T::Bits> = input::<T>(1, n, n as u64);
+    let mine: Vec<T::Bits> = input::<T>(2, n, 7);
+    let want: Vec<T::Bits> = (0..n)
+        .map(|i| {
+            if REDUCE {
+                op.combine::<T>(received[i], op.pre::<T>(mine[i]))
+            } else if RECV {
+                received[i]
+            } else {
+                op.pre::<T>(mine[i])
+            }
+        })
+        .collect();
+    // the received frame in an aligned slot, the local input and the output aligned
+    let frame = raw_frame::<T>(&received);
+    let mut slot_in = aligned(frame.len());
+    // SAFETY: `slot_in` holds at least `frame.len()` bytes.
+    unsafe { std::ptr::copy_nonoverlapping(frame.as_ptr(), slot_in.as_mut_ptr().cast::<u8>(), frame.len()) };
+    let mut src = aligned(n * size);
+    // SAFETY: `src` holds at least `n` elements.
+    unsafe { std::ptr::copy_nonoverlapping(mine.as_ptr(), src.as_mut_ptr().cast::<T::Bits>(), n) };
+    let mut dst = aligned(n * size);
+    let mut slot_out = aligned(max_encoded_len::<T>(n));
+    let payload = slot_in
+        .as_ptr()
+        .cast::<u8>()
+        .wrapping_add(HEADER_BYTES)
+        .cast::<T::Bits>();
+    let step = Shared(RawStep::<T> {
+        recv: if RECV { payload } else { std::ptr::null() },
+        src: if REDUCE || !RECV {
+            src.as_ptr().cast()
+        } else {
+            std::ptr::null()
+        },
+        dst: if COPY {
+            dst.as_mut_ptr().cast()
+        } else {
+            std::ptr::null_mut()
+        },
+        send: if SEND {
+            slot_out.as_mut_ptr().cast()
+        } else {
+            std::ptr::null_mut()
+        },
+        n,
+    });
+    let payload = Shared(payload);
+    on_warp::<W>(|w| {
+        // SAFETY: every buffer is aligned and holds `n` elements (the slots a whole frame).
+        unsafe {
+            let step = step.as_ref();
+            let sum = recv_checksum::<_, T>(w, payload.get(), n);
+            assert_eq!(sum, checksum(&frame[HEADER_BYTES..]), "recv checksum, n {n}");
+            let len = combine_send::<_, T, O, RECV, REDUCE, SEND, COPY>(w, op, step);
+            assert_eq!(len, HEADER_BYTES + n * size);
+        }
+    });
+    let what = format!(
+        "{:?} {:?} flags {RECV} {REDUCE} {SEND} {COPY}, {W} lanes, n {n}",
+        T::DTYPE,
+        O::OP
+    );
+    if COPY {
+        // SAFETY: `dst` holds `n` elements.
+        let got = unsafe { std::slice::from_raw_parts(dst.as_ptr().cast::<T::Bits>(), n) };
+        assert_eq!(got, &want[..], "dst: {what}");
+    }
+    if SEND {
+        let sent = &bytes_of(&slot_out)[..HEADER_BYTES + n * size];
+        assert_eq!(sent, &raw_frame::<T>(&want)[..], "frame: {what}");
+    }
+}
+
+fn every_flag<const W: u32, T: Split, O: RedOp + Sync>()
+where
+    T::Bits: Sync,
+{
+    for n in LENGTHS {
+        check::<W, T, O, false, false, true, false>(n);
+        check::<W, T, O, false, false, true, true>(n);
+        check::<W, T, O, false, false, false, true>(n);
+        check::<W, T, O, true, false, false, true>(n);
+        check::<W, T, O, true, false, true, true>(n);
+        check::<W, T, O, true, true, true, false>(n);
+        check::<W, T, O, true, true, false, true>(n);
+        check::<W, T, O, true, true, true, true>(n);
+    }
+}
+
+#[test]
+fn the_fast_path_writes_what_the_general_path_defines() {
+    every_flag::<32, Bf16, Sum>();
+    every_flag::<32, Bf16, Avg>();
+    every_flag::<32, F16, Max>();
+    every_flag::<32, F32, Sum>();
+    every_flag::<32, F32, Avg>();
+    every_flag::<32, F8E4M3, Sum>();
+    every_flag::<32, F8E5M2, Max>();
+    every_flag::<64, Bf16, Sum>();
+    every_flag::<64, F8E4M3, Avg>();
+}
+
+#[test]
+fn only_exact_raw_frames_take_the_fast_path() {
+    let n = 1000;
+    let data = input::<Bf16>(0, n, 3);
+    let frame = raw_frame::<Bf16>(&data);
+    assert_eq!(
+        raw_frame_checksum::<Bf16>(&frame, n),
+        Some(checksum(&frame[HEADER_BYTES..]))
+    );
+    assert_eq!(raw_frame_checksum::<Bf16>(&frame, n - 1), None, "another length");
+    assert_eq!(raw_frame_checksum::<Bf16>(&frame, n + 1), None, "another length");
+    assert_eq!(raw_frame_checksum::<F16>(&frame, n), None, "another dtype");
+    assert_eq!(
+        raw_frame_checksum::<Bf16>(&frame[..frame.len() - 1], n),
+        None,
+        "truncated"
+    );
+    let mut bad_header = frame.clone();
+    bad_header[9] ^= 1;
+    assert_eq!(raw_frame_checksum::<Bf16>(&bad_header, n), None, "header checksum");
+    // a coded frame of compressible data is not RAW
+    let smooth: Vec<u16> = (0..n).map(|i| Bf16::from_f32(1.0 + (i % 7) as f32 / 8.0)).collect();
+    let mut coded = vec![0u8; max_encoded_len::<Bf16>(n)];
+    let out = Shared(coded.as_mut_ptr());
+    let len = coded.len();
+    on_warp::<32>(|w| {
+        // SAFETY: `coded` holds `len` bytes; lanes write through `LaneOut` copies.
+        let lane_out = unsafe { LaneOut::from_raw(out.get(), len) };
+        let written = encode_frame::<_, Bf16, ExpAns>(w, &smooth, lane_out).unwrap();
+        assert!(written < len, "the smooth data compress");
+    });
+    assert_eq!(raw_frame_checksum::<Bf16>(&coded, n), None, "a coded frame");
+}
+
+#[test]
+fn a_payload_that_does_not_match_its_checksum_is_seen() {
+    let n = 777;
+    let data = input::<F32>(1, n, 9);
+    let frame = raw_frame::<F32>(&data);
+    let stored = raw_frame_checksum::<F32>(&frame, n).unwrap();
+    for flip in [HEADER_BYTES, HEADER_BYTES + 4 * 300 + 2, frame.len() - 1] {
+        let mut slot = aligned(frame.len());
+        let bytes = Shared(slot.as_mut_ptr().cast::<u8>());
+        // SAFETY: `slot` holds the frame.
+        unsafe {
+            std::ptr::copy_nonoverlapping(frame.as_ptr(), bytes.get(), frame.len());
+            *bytes.get().add(flip) ^= 0x10;
+        }
+        on_warp::<32>(|w| {
+            // SAFETY: the payload holds `n` aligned elements.
+            let got = unsafe { recv_checksum::<_, F32>(w, bytes.get().add(HEADER_BYTES).cast(), n) };
+            assert_ne!(got, stored, "flip at {flip}");
+        });
+    }
+}
