@@ -108,7 +108,12 @@ impl<S: Finish> InFlight<S> {
             ));
         }
         while self.calls.iter().any(|c| matches!(c.run, Run::Slot(s) if s == next)) {
-            self.settle_oldest(true);
+            if !self.settle_oldest(true) {
+                return Err(Error::Cuda {
+                    call: "cuEventSynchronize",
+                    message: "a call slot was still in use after waiting for it".into(),
+                });
+            }
         }
         launch(&mut self.slots[next])?;
         self.calls.push_back(Call {

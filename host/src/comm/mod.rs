@@ -25,7 +25,7 @@
 //! | what happened                                         | returned by                         | then |
 //! |-------------------------------------------------------|-------------------------------------|------|
 //! | invalid arguments (root, peer, buffer size or backend, count overflow, in-place all_to_all) | the call: [`Error::InvalidArgument`] | nothing enqueued, still usable |
-//! | a launch the driver refused (CUDA)                    | the call: [`Error::Cuda`]           | failed |
+//! | a launch that could not be enqueued (a driver error, kernels not built) | the call: that error | failed |
 //! | a failure while running (a peer that left or timed out, a rejected frame, [`Communicator::abort`], a kernel fault, a simulator panic) | the first of [`Communicator::synchronize`], [`Communicator::query`] or a later call to find it finished: [`Error::Collective`] (over NET the transport's own error if it has one), once | failed |
 //! | anything, once the communicator has failed            | every call, `synchronize`, `query`: [`Error::Aborted`] | |
 //!
@@ -237,8 +237,9 @@ impl Communicator {
         self.report(found)
     }
 
-    /// Whether every call enqueued so far has finished, without waiting; checks those that
-    /// have, and returns the first failure among them as [`Communicator::synchronize`] does.
+    /// Whether every call enqueued so far has finished, without waiting for them (only for
+    /// another thread that is enqueueing or synchronizing); checks those that have, and returns
+    /// the first failure among them as [`Communicator::synchronize`] does.
     pub fn query(&self) -> Result<bool> {
         let mut calls = self.links.calls();
         let found = calls.check(Wait::No);
