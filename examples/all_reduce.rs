@@ -9,8 +9,9 @@
 //! On the simulator the ranks are threads of this process; on GPUs the example starts one copy
 //! of itself per GPU (`zipcoll::comm::launch`) and rank `r` uses GPU `r % devices`. Each rank
 //! holds bf16 values that look like a layer's gradients (roughly normal, a few exact zeros,
-//! -0.0 and an infinity), different per rank. The exit status is non-zero on any mismatch or
-//! error.
+//! -0.0 and an infinity), different per rank. Calls are asynchronous: each all_reduce is
+//! enqueued and `synchronize` waits for it (and reports its failure, if any) before the result
+//! is read back. The exit status is non-zero on any mismatch or error.
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -85,6 +86,7 @@ fn run(comm: Communicator, count: usize) -> Result<bool, Error> {
         };
         let start = Instant::now();
         comm.all_reduce(Data::InPlace(&mut buf), count, DType::Bf16, ReduceOp::Sum, opts)?;
+        comm.synchronize()?;
         let took = start.elapsed();
         let ok = buf.to_host()? == want;
         all_ok &= ok;

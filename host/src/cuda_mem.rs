@@ -5,13 +5,15 @@
 //! |-----------------|-----------------------------------------------------|---------------------------------------------|
 //! | [`DeviceAlloc`] | `cuMemAlloc`, `cuMemsetD8`, `cuIpcGetMemHandle`, `cuMemFree` | FIFOs other processes map (P2P)   |
 //! | [`IpcMapping`]  | `cuIpcOpenMemHandle`, `cuIpcCloseMemHandle`         | a peer's FIFOs in this process              |
-//! | [`PinnedHost`]  | `cuMemHostAlloc` (mapped), `cuMemHostGetDevicePointer`, `cuMemFreeHost` | memory kernels and host threads share (NET FIFOs, abort words, status records) |
+//! | [`PinnedHost`]  | `cuMemHostAlloc` (mapped), `cuMemHostGetDevicePointer`, `cuMemFreeHost` | memory kernels and host threads share (NET FIFOs, abort words, status records, plan images) |
+//! | [`DeviceAlloc::copy_from_pinned_async`] | `cuMemcpyHtoDAsync` | a call's plan, from its pinned image to its device scratch, on the stream |
+//! | [`copy_to_host_async`] | `cuMemcpyDtoHAsync` | Auto's sample of a call's input, on the stream |
 //!
 //! Each owned type frees its memory on drop, in the context it was made in (bound first).
 
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
-use cudarc::driver::CudaContext;
+use cudarc::driver::{CudaContext, CudaStream};
 use std::sync::Arc;
 
 /// A driver status as a typed error.
@@ -79,6 +81,48 @@ impl DeviceAlloc {
         check("cuIpcGetMemHandle", unsafe { sys::cuIpcGetMemHandle(&mut h, self.ptr) })?;
         Ok(h.reserved.map(|c| c as u8))
     }
+
+    /// Enqueues a copy of the first `len` bytes of `src` to the start of this allocation on
+    /// `stream` (`cuMemcpyHtoDAsync`): it runs after the stream's earlier work and before its
+    /// later work. More bytes than either holds is an [`Error::InvalidArgument`].
+    ///
+    /// # Safety
+    /// `stream` belongs to this allocation's context. Until the copy has run (e.g. an event
+    /// recorded after it has completed), neither allocation may be freed, nothing may write the
+    /// first `len` bytes of `src`, and nothing but later work of `stream` may use this
+    /// allocation's first `len` bytes.
+    pub unsafe fn copy_from_pinned_async(&self, src: &PinnedHost, len: usize, stream: &CudaStream) -> Result<()> {
+        if len > self.len || len > src.len {
+            return Err(Error::InvalidArgument(format!(
+                "a copy of {len} bytes from {} pinned bytes into {} device bytes",
+                src.len, self.len
+            )));
+        }
+        bind(&self.ctx)?;
+        // SAFETY: `len` bytes lie in both allocations (checked above); the caller keeps both
+        // alive and unused until the copy has run, on a stream of this context.
+        check("cuMemcpyHtoDAsync", unsafe {
+            sys::cuMemcpyHtoDAsync_v2(self.ptr, src.host.cast_const().cast(), len, stream.cu_stream())
+        })
+    }
+}
+
+/// Enqueues a copy of `dst.len()` bytes at device address `src` into `dst` on `stream`
+/// (`cuMemcpyDtoHAsync`): it runs after the stream's earlier work. Into pageable memory (as
+/// `dst` is here) the driver returns once the copy is done; synchronize the stream before
+/// reading `dst` all the same.
+///
+/// # Safety
+/// `src .. src + dst.len()` is device memory of `stream`'s context that stays allocated until
+/// the copy has run, and `dst` is neither read nor freed before the stream has been
+/// synchronized.
+pub unsafe fn copy_to_host_async(stream: &CudaStream, src: u64, dst: &mut [u8]) -> Result<()> {
+    bind(stream.context())?;
+    // SAFETY: `dst` is writable for its length; the caller guarantees the device range and
+    // that `dst` stays untouched until the stream is synchronized.
+    check("cuMemcpyDtoHAsync", unsafe {
+        sys::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr().cast(), src, dst.len(), stream.cu_stream())
+    })
 }
 
 impl Drop for DeviceAlloc {
@@ -142,6 +186,7 @@ pub struct PinnedHost {
     ctx: Arc<CudaContext>,
     host: *mut u8,
     device: u64,
+    len: usize,
 }
 
 // SAFETY: the type owns a pinned allocation; access goes through raw pointers whose users
@@ -163,6 +208,7 @@ impl PinnedHost {
             ctx: Arc::clone(ctx),
             host: host.cast(),
             device: 0,
+            len,
         };
         // SAFETY: `len` bytes from `host` were just allocated and nothing else uses them yet.
         unsafe { std::ptr::write_bytes(p.host, 0, len) };
@@ -183,6 +229,32 @@ impl PinnedHost {
     /// The address kernels use.
     pub fn device(&self) -> u64 {
         self.device
+    }
+
+    /// Bytes held (at least 1).
+    pub fn size(&self) -> usize {
+        self.len
+    }
+
+    /// The bytes, as the host sees them.
+    ///
+    /// # Safety
+    /// Nothing (no kernel, copy or other thread) writes them while the slice lives.
+    pub unsafe fn host_bytes(&self) -> &[u8] {
+        // SAFETY: `len` bytes from `host` are allocated for this value's life; the caller
+        // excludes writers.
+        unsafe { std::slice::from_raw_parts(self.host, self.len) }
+    }
+
+    /// The bytes, writable by the host.
+    ///
+    /// # Safety
+    /// Nothing else (no kernel, copy or other thread) reads or writes them while the slice
+    /// lives.
+    pub unsafe fn host_bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: `len` bytes from `host` are allocated for this value's life; `&mut self` and
+        // the caller exclude every other user.
+        unsafe { std::slice::from_raw_parts_mut(self.host, self.len) }
     }
 }
 

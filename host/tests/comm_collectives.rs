@@ -12,6 +12,10 @@
 //! | `every_collective_over_net_loopback`   | 2, 3, 4 | NET       | every collective, off / auto / a codec            |
 //! | `a_rank_that_finishes_first_leaves_its_peers_intact` | 2..=4 | NET, SIM | a rank drops its communicator right after its last call |
 //! | `the_communicator_default_compression_applies` | 2 | SIM (Auto) | `Config::compression` (each codec) when a call does not override it |
+//! | `more_calls_than_slots_then_one_synchronize` | 3 | SIM, NET | ten all_reduces enqueued back to back with `max_inflight = 2`, one `synchronize`, then `query` |
+//!
+//! Every call is followed by `Communicator::synchronize` (calls are asynchronous), except in
+//! the last test.
 
 use std::time::Instant;
 use zipcoll_device::dtype::{Bf16, Elem, Split, F16, F32, F8E4M3, F8E5M2};
@@ -154,13 +158,7 @@ fn buffer(comm: &Communicator, bytes: &[u8]) -> Result<DeviceBuffer> {
 fn run_case(comm: &Communicator, case: &Case) -> Result<Option<String>> {
     let (k, r, count, dtype) = (comm.nranks(), comm.rank(), case.count, case.dtype);
     let inputs: Vec<Vec<u8>> = (0..k).map(|q| input(case, k, q)).collect();
-    let opts = Options {
-        compression: case.compression,
-        algorithm: match case.kind {
-            Kind::TwoShot => Algorithm::TwoShot,
-            _ => Algorithm::Ring,
-        },
-    };
+    let opts = options(case);
     let size = dtype.size_bytes();
     // (the output's contents before the call, after it)
     let (initial, got) = if case.kind == Kind::Shift {
@@ -177,6 +175,7 @@ fn run_case(comm: &Communicator, case: &Case) -> Result<Option<String>> {
             g.recv(&mut dst, count, dtype, (r + k - 1) % k)?;
         }
         g.launch(opts)?;
+        comm.synchronize()?;
         (initial, dst.to_host()?)
     } else if case.in_place {
         let initial = match case.kind {
@@ -189,6 +188,7 @@ fn run_case(comm: &Communicator, case: &Case) -> Result<Option<String>> {
         };
         let mut buf = buffer(comm, &initial)?;
         call(comm, case, Data::InPlace(&mut buf), opts)?;
+        comm.synchronize()?;
         (initial, buf.to_host()?)
     } else {
         let src = buffer(comm, &inputs[r])?;
@@ -203,6 +203,7 @@ fn run_case(comm: &Communicator, case: &Case) -> Result<Option<String>> {
             },
             opts,
         )?;
+        comm.synchronize()?;
         if src.to_host()? != inputs[r] {
             return Ok(Some(format!("rank {r}: the input was modified")));
         }
@@ -215,6 +216,16 @@ fn run_case(comm: &Communicator, case: &Case) -> Result<Option<String>> {
             want.len() / size
         )
     }))
+}
+
+fn options(case: &Case) -> Options {
+    Options {
+        compression: case.compression,
+        algorithm: match case.kind {
+            Kind::TwoShot => Algorithm::TwoShot,
+            _ => Algorithm::Ring,
+        },
+    }
 }
 
 fn call(comm: &Communicator, case: &Case, data: Data<'_>, opts: Options) -> Result<()> {
@@ -475,4 +486,76 @@ fn the_communicator_default_compression_applies() {
     }
     let kinds = run_sim(2, Config::sim(), |comm| Ok(comm.transport())).unwrap();
     assert_eq!(kinds, vec![TransportKind::Sim; 2]);
+}
+
+/// More calls in flight than call slots: ten all_reduces (ring and two-shot in turn, bf16 and
+/// f32, several ops and compressions, in place and out of place), each on its own buffers and
+/// data, enqueued back to back on communicators with `max_inflight = 2` and synchronized once:
+/// every output is bit-identical to the reference, and `query()` then says all have finished.
+#[test]
+fn more_calls_than_slots_then_one_synchronize() {
+    let k = 3;
+    let comps = [
+        Compression::Off,
+        Compression::Lossless(Lossless::Auto),
+        Compression::Lossless(Lossless::Force(CodecId::ExpAns)),
+    ];
+    let cases: Vec<Case> = (0..10)
+        .map(|i| Case {
+            kind: if i % 2 == 0 { Kind::Ring } else { Kind::TwoShot },
+            dtype: [DType::Bf16, DType::F32][i / 2 % 2],
+            op: [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min][i % 3],
+            count: 1000 + 700 * i,
+            in_place: i % 3 == 0,
+            compression: Some(comps[i % comps.len()]),
+            seed: 7000 + i as u64,
+        })
+        .collect();
+    for transport in [TransportKind::Sim, TransportKind::Net] {
+        let config = Config {
+            transport,
+            max_inflight: 2,
+            ..Config::sim()
+        };
+        let reports = run_sim(k, config, |comm| {
+            let r = comm.rank();
+            // (the call, its output's contents before it, its input buffer, its output buffer)
+            let mut enqueued = Vec::new();
+            for case in &cases {
+                let mine = input(case, k, r);
+                if case.in_place {
+                    let mut buf = buffer(&comm, &mine)?;
+                    call(&comm, case, Data::InPlace(&mut buf), options(case))?;
+                    enqueued.push((case, mine, None, buf));
+                } else {
+                    let src = buffer(&comm, &mine)?;
+                    let initial = filler(case, k, r);
+                    let mut dst = buffer(&comm, &initial)?;
+                    let data = Data::OutOfPlace {
+                        src: &src,
+                        dst: &mut dst,
+                    };
+                    call(&comm, case, data, options(case))?;
+                    enqueued.push((case, initial, Some(src), dst));
+                }
+            }
+            comm.synchronize()?;
+            let mut report = Vec::new();
+            if !comm.query()? {
+                report.push(format!("rank {r}: query() is false after synchronize()"));
+            }
+            for (case, initial, _src, out) in &enqueued {
+                let inputs: Vec<Vec<u8>> = (0..k).map(|q| input(case, k, q)).collect();
+                let size = case.dtype.size_bytes();
+                let want = expected(case, &inputs, r, initial, comm.frame_elems(case.dtype));
+                if let Some((i, w, g)) = first_mismatch(size, &want, &out.to_host()?) {
+                    report.push(format!("{case:?}: rank {r}: element {i}: want {w:02x?}, got {g:02x?}"));
+                }
+            }
+            Ok(report)
+        })
+        .expect("every rank's calls");
+        let failures: Vec<String> = reports.into_iter().flatten().collect();
+        assert!(failures.is_empty(), "{transport:?}:\n{}", failures.join("\n"));
+    }
 }

@@ -2,8 +2,9 @@
 //!
 //! | test                                              | what                                                        |
 //! |---------------------------------------------------|-------------------------------------------------------------|
-//! | `a_rank_that_leaves_fails_the_others_sim` / `_net` | a rank that drops its communicator: the others' collective fails within the timeout, then every call is `Aborted` |
-//! | `abort_from_another_thread_sim` / `_net`          | `abort()` while the call waits for a peer that never joins: it returns at once, later calls are `Aborted` |
+//! | `a_rank_that_leaves_fails_the_others_sim` / `_net` | a rank that drops its communicator: the others' collective is enqueued, `synchronize()` reports its failure within the timeout, then every call, `synchronize()` and `query()` are `Aborted` |
+//! | `a_failure_is_reported_by_the_next_call_or_query` | the same failure, found by the next call (rank 0) or by `query()` (rank 1) instead |
+//! | `abort_from_another_thread_sim` / `_net`          | `abort()` while the call waits for a peer that never joins: it returns at once, `synchronize()` and later calls fail |
 //! | `invalid_arguments_have_no_effect`                | bad roots, peers, buffer sizes, in-place all_to_all, count overflow: `InvalidArgument`, buffers untouched, the communicator still works |
 //! | `mismatched_configs_fail_init_on_every_rank`      | ranks with different channel counts (or buffer sizes): `InvalidArgument` on every rank |
 //!
@@ -43,9 +44,9 @@ fn short(transport: TransportKind, timeout: Duration) -> Config {
     }
 }
 
-/// Rank 2 of 3 drops its communicator without joining; ranks 0 and 1 start an all_reduce,
-/// which must fail within the timeout (plus the simulator's and the proxies' slack), and then
-/// every call returns `Aborted`.
+/// Rank 2 of 3 drops its communicator without joining; ranks 0 and 1 enqueue an all_reduce,
+/// whose failure `synchronize()` must report within the timeout (plus the simulator's and the
+/// proxies' slack), and then every call returns `Aborted`.
 fn a_rank_that_leaves(transport: TransportKind) {
     let timeout = Duration::from_secs(2);
     let results = run_sim(3, short(transport, timeout), |comm| {
@@ -56,13 +57,14 @@ fn a_rank_that_leaves(transport: TransportKind) {
         let mut buf = comm.alloc(COUNT * 4)?;
         buf.copy_from_host(&f32_bytes(COUNT, comm.rank()))?;
         let t = Instant::now();
-        let first = comm.all_reduce(
+        let enqueued = comm.all_reduce(
             Data::InPlace(&mut buf),
             COUNT,
             DType::F32,
             ReduceOp::Sum,
             Options::default(),
         );
+        let first = comm.synchronize();
         let elapsed = t.elapsed();
         let second = comm.all_reduce(
             Data::InPlace(&mut buf),
@@ -72,11 +74,16 @@ fn a_rank_that_leaves(transport: TransportKind) {
             Options::default(),
         );
         let third = comm.broadcast(Data::InPlace(&mut buf), 1, DType::F32, 0, Options::default());
-        Ok(Some((first, elapsed, second, third)))
+        let later = [comm.synchronize(), comm.query().map(|_| ())];
+        Ok(Some((enqueued, first, elapsed, second, third, later)))
     })
     .expect("every rank returns");
     for (rank, r) in results.into_iter().enumerate().take(2) {
-        let (first, elapsed, second, third) = r.unwrap();
+        let (enqueued, first, elapsed, second, third, later) = r.unwrap();
+        assert!(
+            enqueued.is_ok(),
+            "{transport:?} rank {rank}: the call reports later: {enqueued:?}"
+        );
         let e = first.expect_err("the collective must fail without rank 2");
         assert!(is_peer_failure(&e), "{transport:?} rank {rank}: {e:?}");
         assert!(
@@ -85,6 +92,9 @@ fn a_rank_that_leaves(transport: TransportKind) {
         );
         assert!(matches!(second, Err(Error::Aborted)), "rank {rank}: {second:?}");
         assert!(matches!(third, Err(Error::Aborted)), "rank {rank}: {third:?}");
+        for l in later {
+            assert!(matches!(l, Err(Error::Aborted)), "rank {rank}: {l:?}");
+        }
         eprintln!("{transport:?} rank {rank}: {e} after {elapsed:?}");
     }
 }
@@ -99,8 +109,41 @@ fn a_rank_that_leaves_fails_the_others_net() {
     a_rank_that_leaves(TransportKind::Net);
 }
 
+/// As `a_rank_that_leaves`, but nobody synchronizes: rank 0's next call and rank 1's `query()`
+/// find the failed all_reduce (on the simulator it has run when its call returns, as a GPU's
+/// has once its kernel timed out) and return its failure, once; `synchronize()` then says
+/// `Aborted`.
+#[test]
+fn a_failure_is_reported_by_the_next_call_or_query() {
+    let results = run_sim(3, short(TransportKind::Sim, Duration::from_secs(1)), |comm| {
+        if comm.rank() == 2 {
+            drop(comm);
+            return Ok(None);
+        }
+        let mut buf = comm.alloc(COUNT * 4)?;
+        buf.copy_from_host(&f32_bytes(COUNT, comm.rank()))?;
+        let (d, op, o) = (DType::F32, ReduceOp::Sum, Options::default());
+        let enqueued = comm.all_reduce(Data::InPlace(&mut buf), COUNT, d, op, o);
+        let found = match comm.rank() {
+            0 => comm.all_reduce(Data::InPlace(&mut buf), COUNT, d, op, o),
+            _ => comm.query().map(|_| ()),
+        };
+        let after = comm.synchronize();
+        Ok(Some((enqueued, found, after)))
+    })
+    .expect("every rank returns");
+    for (rank, r) in results.into_iter().enumerate().take(2) {
+        let (enqueued, found, after) = r.unwrap();
+        assert!(enqueued.is_ok(), "rank {rank}: {enqueued:?}");
+        let e = found.expect_err("the failure is found");
+        assert!(is_peer_failure(&e), "rank {rank}: {e:?}");
+        assert!(matches!(after, Err(Error::Aborted)), "rank {rank}: {after:?}");
+    }
+}
+
 /// Rank 1 of 2 never joins (it waits until rank 0 is done); rank 0's all_reduce is aborted
-/// from another thread after 300 ms and must return long before the (20 s) timeout.
+/// from another thread after 300 ms: the call (which waits on the simulator, where it runs at
+/// enqueue) must return long before the (20 s) timeout, and `synchronize()` report the abort.
 fn abort_from_another_thread(transport: TransportKind) {
     let done = Barrier::new(2);
     let results = run_sim(2, short(transport, Duration::from_secs(20)), |comm| {
@@ -117,14 +160,15 @@ fn abort_from_another_thread(transport: TransportKind) {
                 std::thread::sleep(Duration::from_millis(300));
                 comm.abort();
             });
-            let r = comm.all_reduce(
+            let enqueued = comm.all_reduce(
                 Data::InPlace(&mut buf),
                 COUNT,
                 DType::F32,
                 ReduceOp::Max,
                 Options::default(),
             );
-            (r, t.elapsed())
+            let first = enqueued.and_then(|()| comm.synchronize());
+            (first, t.elapsed())
         });
         let second = comm.all_reduce(
             Data::InPlace(&mut buf),
@@ -138,7 +182,7 @@ fn abort_from_another_thread(transport: TransportKind) {
     })
     .expect("every rank returns");
     let (first, elapsed, second) = results.into_iter().next().unwrap().unwrap();
-    let e = first.expect_err("an aborted call fails");
+    let e = first.expect_err("an aborted call fails at synchronize()");
     assert!(
         is_peer_failure(&e) || matches!(e, Error::Aborted),
         "{transport:?}: {e:?}"
@@ -259,6 +303,7 @@ fn invalid_arguments_have_no_effect() {
         assert_eq!(dst.to_host()?, vec![0; k * n * 4]);
         assert_eq!(small.to_host()?, vec![0; n * 4 - 1]);
         comm.all_reduce(Data::InPlace(&mut buf), n, d, ReduceOp::Max, o)?;
+        comm.synchronize()?;
         buf.to_host()
     })
     .expect("the valid call after the invalid ones");

@@ -10,7 +10,9 @@
 //!
 //! `check` compares every rank's output with the scalar reference of the same reduction order
 //! (which the simulator matches bit for bit in CI) and, for the small cases, with the
-//! simulator's own output for the same inputs, computed in the same process. The parent process
+//! simulator's own output for the same inputs, computed in the same process; it synchronizes
+//! after each call (calls are asynchronous) so a failure is an error of its case. `bench`
+//! enqueues its timed calls back to back and synchronizes once. The parent process
 //! starts one child per GPU (`--ranks`, default: every GPU); without GPUs the ranks are
 //! simulator threads. Exit status non-zero on any mismatch or error.
 
@@ -57,7 +59,8 @@ enum Cmd {
         /// Bytes per rank's buffer (K, M, G suffixes).
         #[arg(long, default_value = "1M,16M,128M,1G", value_delimiter = ',')]
         sizes: Vec<String>,
-        /// Timed repetitions (after 3 warm-up calls); the median is reported.
+        /// Timed repetitions (after 3 warm-up calls), enqueued back to back and synchronized
+        /// once; the mean time per call is reported.
         #[arg(long, default_value_t = 10)]
         iters: usize,
     },
@@ -143,8 +146,8 @@ impl Case {
                 g.launch(opts)?;
             }
         }
-        let out = dst.to_host()?;
-        Ok(out)
+        comm.synchronize()?;
+        dst.to_host()
     }
 
     /// What rank `rank` must hold, from every rank's input.
@@ -291,29 +294,28 @@ fn sim_output(
     Ok(outs.into_iter().next().unwrap_or_default())
 }
 
-/// The kill test on one rank: rank 1 exits during the second all_reduce.
+/// The kill test on one rank: rank 1 exits during the second all_reduce; the others enqueue
+/// 50 and synchronize, and must get the error (from a call or from `synchronize`) in time.
 fn kill(comm: &Communicator, cli: &Cli) -> Result<bool, Error> {
     let count = 64 << 20;
     let mut buf = comm.alloc(count * 2)?;
     let opts = Options::default();
     comm.all_reduce(Data::InPlace(&mut buf), count, DType::Bf16, ReduceOp::Sum, opts)?;
+    comm.synchronize()?;
     if comm.rank() == 1 {
         std::thread::spawn(|| {
             std::thread::sleep(Duration::from_millis(5));
             std::process::exit(0)
         });
         let _ = comm.all_reduce(Data::InPlace(&mut buf), count, DType::Bf16, ReduceOp::Sum, opts);
+        let _ = comm.synchronize();
         std::thread::sleep(Duration::from_secs(60));
         return Ok(true);
     }
     let start = Instant::now();
-    let mut outcome = Ok(());
-    for _ in 0..50 {
-        outcome = comm.all_reduce(Data::InPlace(&mut buf), count, DType::Bf16, ReduceOp::Sum, opts);
-        if outcome.is_err() {
-            break;
-        }
-    }
+    let outcome = (0..50)
+        .try_for_each(|_| comm.all_reduce(Data::InPlace(&mut buf), count, DType::Bf16, ReduceOp::Sum, opts))
+        .and_then(|()| comm.synchronize());
     let took = start.elapsed();
     let limit = Duration::from_millis(cli.timeout_ms) + Duration::from_secs(10);
     let ok = outcome.is_err() && took < limit;
@@ -346,19 +348,19 @@ fn gradients(n: usize, rank: usize) -> Vec<u8> {
         .collect()
 }
 
-/// Median seconds of `iters` calls of `f` after 3 warm-up calls (calls return when done).
-fn time(iters: usize, mut f: impl FnMut() -> Result<(), Error>) -> Result<f64, Error> {
+/// Mean seconds per call of `iters` calls of `f`, enqueued back to back after 3 warm-up calls
+/// and synchronized once at the end of the timed region.
+fn time(comm: &Communicator, iters: usize, mut f: impl FnMut() -> Result<(), Error>) -> Result<f64, Error> {
     for _ in 0..3 {
         f()?;
     }
-    let mut t = Vec::with_capacity(iters);
+    comm.synchronize()?;
+    let s = Instant::now();
     for _ in 0..iters {
-        let s = Instant::now();
         f()?;
-        t.push(s.elapsed().as_secs_f64());
     }
-    t.sort_by(f64::total_cmp);
-    Ok(t[t.len() / 2])
+    comm.synchronize()?;
+    Ok(s.elapsed().as_secs_f64() / iters.max(1) as f64)
 }
 
 /// The benchmark on one rank; rank 0 prints one line per (size, collective, compression).
@@ -379,7 +381,7 @@ fn bench(comm: &Communicator, sizes: &[String], iters: usize) -> Result<(), Erro
                 compression: Some(compression),
                 ..Options::default()
             };
-            let ar = time(iters, || {
+            let ar = time(comm, iters, || {
                 comm.all_reduce(
                     Data::OutOfPlace {
                         src: &src,
@@ -391,7 +393,7 @@ fn bench(comm: &Communicator, sizes: &[String], iters: usize) -> Result<(), Erro
                     opts,
                 )
             })?;
-            let ag = time(iters, || {
+            let ag = time(comm, iters, || {
                 comm.all_gather(
                     Data::OutOfPlace {
                         src: &src,
@@ -402,7 +404,7 @@ fn bench(comm: &Communicator, sizes: &[String], iters: usize) -> Result<(), Erro
                     opts,
                 )
             })?;
-            let sr = time(iters, || {
+            let sr = time(comm, iters, || {
                 let mut g = comm.group();
                 match rank {
                     0 => g.send(&src, n, DType::Bf16, 1)?,

@@ -1,6 +1,19 @@
 //! Buffers that collectives read and write, in the memory of the communicator's device: host
 //! memory for the simulator, device memory for a GPU.
 //!
+//! Their copies are ordered with the communicator's calls: on a GPU they go on the same stream
+//! (the device's), on the simulator the calls have run by the time they return.
+//!
+//! | method                          | ordered after the calls before it | waits for the device |
+//! |---------------------------------|-----------------------------------|----------------------|
+//! | [`DeviceBuffer::copy_from_host`] | yes (stream-ordered)             | no: returns once `data` has been copied out |
+//! | [`DeviceBuffer::to_host`]       | yes (stream-ordered)              | yes: for the calls before it and the copy |
+//!
+//! Neither reports a call's failure: [`crate::comm::Communicator::synchronize`] does. A buffer
+//! may be dropped while a call that uses it is in flight: its memory is freed on the stream
+//! (after the call) where the driver supports stream-ordered allocation, else after waiting for
+//! the stream.
+//!
 //! ```
 //! use zipcoll_host::comm::DeviceBuffer;
 //! let mut b = DeviceBuffer::host(6);
@@ -52,8 +65,10 @@ impl DeviceBuffer {
         matches!(self.mem, Mem::Host(_))
     }
 
-    /// Overwrites the first `data.len()` bytes; more than [`DeviceBuffer::len`] is an
-    /// [`Error::InvalidArgument`].
+    /// Overwrites the first `data.len()` bytes, after every call enqueued before (and before
+    /// every call enqueued after); more than [`DeviceBuffer::len`] is an
+    /// [`Error::InvalidArgument`]. Stream-ordered: on a GPU it returns without waiting for the
+    /// device, once `data` has been copied out (it may be reused at once).
     pub fn copy_from_host(&mut self, data: &[u8]) -> Result<()> {
         if data.len() > self.len() {
             return Err(Error::InvalidArgument(format!(
@@ -63,15 +78,17 @@ impl DeviceBuffer {
             )));
         }
         match &mut self.mem {
-            // SAFETY: `&mut self`: no collective uses the buffer meanwhile.
+            // SAFETY: `&mut self`, and the simulator's calls have run when they return: no
+            // collective uses the buffer meanwhile.
             Mem::Host(h) => unsafe { h.write(data) },
             Mem::Cuda(c) => c.write(data)?,
         }
         Ok(())
     }
 
-    /// A copy of the bytes (after the collectives that write it have completed: on a GPU this
-    /// waits for the communicator's stream).
+    /// A copy of the bytes as the calls enqueued before left them. Synchronizing: on a GPU the
+    /// copy is ordered on the stream after those calls, and this waits for them and for it.
+    /// Their failures are not reported here ([`crate::comm::Communicator::synchronize`]).
     pub fn to_host(&self) -> Result<Vec<u8>> {
         match &self.mem {
             // SAFETY: collectives on the simulator complete before their call returns, and

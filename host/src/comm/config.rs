@@ -1,5 +1,6 @@
-//! A communicator's settings: compression policy, transport choice, FIFO geometry, parallelism
-//! and timeout, each with a default and an environment variable that overrides it.
+//! A communicator's settings: compression policy, transport choice, FIFO geometry, parallelism,
+//! calls in flight and timeout, each with a default and an environment variable that overrides
+//! it.
 //!
 //! | field          | default (GPU / simulator)  | environment variable        | meaning                                   |
 //! |----------------|----------------------------|-----------------------------|-------------------------------------------|
@@ -7,6 +8,7 @@
 //! | `transport`    | `Auto`                     | `ZIPCOLL_TRANSPORT`         | `auto`, `p2p`, `net` (`sim` for the simulator's in-process FIFOs) |
 //! | `buffer_bytes` | 4 MiB / 64 KiB             | `ZIPCOLL_BUFFER_BYTES`      | bytes of one FIFO (8 slots)               |
 //! | `channels`     | 16 / 2                     | `ZIPCOLL_CHANNELS`          | warps (each with its own FIFOs) per collective and peer |
+//! | `max_inflight` | 16                         | `ZIPCOLL_MAX_INFLIGHT`      | calls enqueued and not finished (1..=1024; a GPU's call slots) |
 //! | `timeout`      | 60 s / 20 s                | `ZIPCOLL_TIMEOUT_MS`        | how long any wait for a peer may last     |
 //! | `net`          | [`NetConfig::default`]     | `ZIPCOLL_NET_SOCKETS`, `ZIPCOLL_NET_RATE_LIMIT` | sockets per peer, an optional rate limit |
 
@@ -95,6 +97,9 @@ pub struct Config {
     pub buffer_bytes: u64,
     /// Warps per collective (per peer for send/recv), each with its own FIFOs.
     pub channels: usize,
+    /// Calls that may be in flight at once (on a GPU, each has a slot with its own scratch,
+    /// status records and event); a call beyond them first waits for the oldest.
+    pub max_inflight: usize,
     /// The longest any wait for a peer may last.
     pub timeout: Duration,
     /// The NET transport's settings.
@@ -109,6 +114,7 @@ impl Config {
             transport: TransportKind::Auto,
             buffer_bytes: 4 << 20,
             channels: 16,
+            max_inflight: 16,
             timeout: Duration::from_secs(60),
             net: NetConfig::default(),
         }
@@ -149,6 +155,9 @@ impl Config {
         if let Some(v) = var("ZIPCOLL_CHANNELS")? {
             self.channels = v;
         }
+        if let Some(v) = var("ZIPCOLL_MAX_INFLIGHT")? {
+            self.max_inflight = v;
+        }
         if let Some(v) = var("ZIPCOLL_TIMEOUT_MS")? {
             self.timeout = Duration::from_millis(v);
         }
@@ -162,7 +171,7 @@ impl Config {
     }
 
     /// Checks the settings: a slot fits at least a header and a few elements, at least one
-    /// channel, a nonzero timeout.
+    /// channel, at least one call in flight, a nonzero timeout.
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::InvalidArgument(m));
         if self.slot_bytes() < 256 {
@@ -176,6 +185,9 @@ impl Config {
         }
         if self.channels == 0 || self.channels > 256 {
             return bad(format!("channels {} is not in 1..=256", self.channels));
+        }
+        if self.max_inflight == 0 || self.max_inflight > 1024 {
+            return bad(format!("max_inflight {} is not in 1..=1024", self.max_inflight));
         }
         if self.timeout.is_zero() {
             return bad("timeout is zero".into());
@@ -218,6 +230,18 @@ mod tests {
             ..Config::sim()
         };
         assert!(none.validate().is_err());
+        for bad in [0, 1025] {
+            let c = Config {
+                max_inflight: bad,
+                ..Config::gpu()
+            };
+            assert!(matches!(c.validate(), Err(Error::InvalidArgument(_))), "{bad}");
+        }
+        let one = Config {
+            max_inflight: 1,
+            ..Config::gpu()
+        };
+        assert!(one.validate().is_ok());
         assert_eq!(Config::gpu().slot_bytes(), 512 << 10);
     }
 }

@@ -13,13 +13,18 @@
 //! of part `p`; FIFO `rank * parts + p` of the receive region is the loopback for sends to self.
 //! Every rank first checks, through an allgather, that all ranks run the same backend kind,
 //! transport request, FIFO size and channel count (they cut data into the same frames).
+//!
+//! [`Links`] also holds the calls in flight (`inflight.rs`; on CUDA with `Config::max_inflight`
+//! call slots made here) and, when dropped, waits for them before anything is freed.
 
 use super::buffer::DeviceBuffer;
 use super::config::{Config, TransportKind};
 use super::cuda_mem::CudaBuffer;
+use super::exec_cuda::{self, Slot};
+use super::exec_sim;
 use super::fabric::{Fabric, FifoLayout};
+use super::inflight::InFlight;
 use super::plan::Plan;
-use super::{exec_cuda, exec_sim};
 use super::{Bootstrap, UniqueId};
 use crate::backend::Backend;
 use crate::cuda::CudaGpu;
@@ -30,11 +35,10 @@ use crate::transport::net::{AbortWord, NetConfig, NetListener, NetTransport, Raw
 use crate::transport::sim::{self as sim_transport, SimEndpoint};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use zipcoll_device::dtype::DType;
 use zipcoll_device::reduce::ReduceOp;
-use zipcoll_primitives::conn::STATUS_WORDS;
 
 /// A rank's connections and the memory behind them.
 pub(crate) struct Links {
@@ -48,6 +52,10 @@ pub(crate) struct Links {
     /// at them.
     _mem: Vec<Keep>,
     magic: u64,
+    /// The calls enqueued and not yet checked; its lock orders the calls.
+    calls: Mutex<InFlight<Slot>>,
+    /// How long dropping waits for calls in flight before it raises the abort word.
+    timeout: Duration,
     _bootstrap: Bootstrap,
 }
 
@@ -58,10 +66,8 @@ pub(crate) enum Engine {
     },
     Cuda {
         gpu: Arc<CudaGpu>,
-        /// The abort word (first 4 bytes) and every warp's status record after it.
-        words: PinnedHost,
-        /// Device copies of each launch's channels, works and warp starts (grown on demand).
-        scratch: Mutex<Option<DeviceAlloc>>,
+        /// The abort word (4 bytes), mapped into the device.
+        abort: PinnedHost,
     },
 }
 
@@ -86,7 +92,7 @@ impl SampleImage {
 /// Memory a fabric points into, held only to be freed after the fabric's last use.
 type Keep = Box<dyn Send + Sync>;
 
-/// Most warps one launch may have on a GPU (status records preallocated for them).
+/// Most warps one launch may have on a GPU (status records preallocated for them in each slot).
 pub(crate) const MAX_WARPS: usize = 4096;
 
 /// What every rank must agree on, as bytes for the allgather.
@@ -161,29 +167,32 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
     };
     let timeout_ns = config.timeout.as_nanos().min(u64::MAX as u128) as u64;
     let mut mem: Vec<Keep> = Vec::new();
-    // staging buffers and the engine (abort word, status records)
+    // staging buffers, the engine (abort word) and the call slots
     let stage_count = nranks * parts * 2;
-    let (engine, stage_base, abort_ptr) = match &gpu {
+    let (engine, stage_base, abort_ptr, slots) = match &gpu {
         None => {
             let stages = HostBytes::zeroed(stage_count * slot as usize);
             let base = stages.ptr() as u64;
             mem.push(Box::new(stages) as Keep);
             let abort = HostWords::zeroed(1);
             let ptr = abort.ptr(0);
-            (Engine::Sim { abort }, base, ptr)
+            (Engine::Sim { abort }, base, ptr, Vec::new())
         }
         Some(gpu) => {
             let stages = DeviceAlloc::zeroed(gpu.context(), stage_count * slot as usize)?;
             let base = stages.ptr();
             mem.push(Box::new(stages) as Keep);
-            let words = PinnedHost::zeroed(gpu.context(), 4 * (1 + MAX_WARPS * STATUS_WORDS))?;
-            let ptr = words.device() as *mut u32;
+            let abort = PinnedHost::zeroed(gpu.context(), 4)?;
+            let ptr = abort.device() as *mut u32;
+            let bytes = exec_cuda::slot_bytes(nranks, parts);
+            let slots = (0..config.max_inflight)
+                .map(|_| Slot::new(gpu, bytes))
+                .collect::<Result<Vec<_>>>()?;
             let engine = Engine::Cuda {
                 gpu: Arc::clone(gpu),
-                words,
-                scratch: Mutex::new(None),
+                abort,
             };
-            (engine, base, ptr)
+            (engine, base, ptr, slots)
         }
     };
     let mut fabric = Fabric {
@@ -293,6 +302,8 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
         net,
         _mem: mem,
         magic,
+        calls: Mutex::new(InFlight::new(slots)),
+        timeout: config.timeout,
         _bootstrap: b,
     })
 }
@@ -374,9 +385,9 @@ impl Engine {
     pub fn abort_word(&self) -> &AtomicU32 {
         match self {
             Engine::Sim { abort } => abort.word(0),
-            // SAFETY: the first 4 bytes of the pinned words are the abort word, aligned, and
-            // only accessed atomically.
-            Engine::Cuda { words, .. } => unsafe { AtomicU32::from_ptr(words.host().cast()) },
+            // SAFETY: the pinned allocation holds the 4-byte abort word, aligned (page-aligned
+            // base), only accessed atomically, and lives as long as the engine.
+            Engine::Cuda { abort, .. } => unsafe { AtomicU32::from_ptr(abort.host().cast()) },
         }
     }
 }
@@ -427,13 +438,29 @@ impl Links {
         }
     }
 
-    /// Runs `plan`; each warp's status record.
-    pub fn run(&self, plan: &mut Plan, dtype: DType, op: ReduceOp, wait: Duration) -> Result<Vec<[u32; STATUS_WORDS]>> {
+    /// The calls in flight, locked: whoever holds the guard enqueues next.
+    pub fn calls(&self) -> MutexGuard<'_, InFlight<Slot>> {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Enqueues `plan` as call `name` into `calls` (this rank's, locked): the simulator runs it
+    /// now (its outcome is checked later, as a GPU's), a GPU launches it with the next slot.
+    /// An error: the launch itself failed.
+    pub fn run(
+        &self,
+        calls: &mut InFlight<Slot>,
+        name: &'static str,
+        plan: &mut Plan,
+        dtype: DType,
+        op: ReduceOp,
+        wait: Duration,
+    ) -> Result<()> {
         match (&self.engine, self.backend) {
-            (Engine::Sim { .. }, Backend::Sim64) => exec_sim::run::<64>(plan, dtype, op, wait),
-            (Engine::Sim { .. }, _) => exec_sim::run::<32>(plan, dtype, op, wait),
-            (Engine::Cuda { gpu, words, scratch }, _) => exec_cuda::run(gpu, words, scratch, plan, dtype, op),
+            (Engine::Sim { .. }, Backend::Sim64) => calls.ran(name, exec_sim::run::<64>(plan, dtype, op, wait)),
+            (Engine::Sim { .. }, _) => calls.ran(name, exec_sim::run::<32>(plan, dtype, op, wait)),
+            (Engine::Cuda { .. }, _) => return calls.launch(name, |slot| slot.launch(plan, dtype, op)),
         }
+        Ok(())
     }
 
     /// The NET transport's first error, which explains a kernel's abort or timeout better.
@@ -444,8 +471,12 @@ impl Links {
 
 impl Drop for Links {
     fn drop(&mut self) {
+        // Kernels still in flight use the FIFOs, staging buffers and slots freed after this:
+        // wait for them (a kernel still running one timeout later is stopped by the abort word).
+        let calls = self.calls.get_mut().unwrap_or_else(PoisonError::into_inner);
+        calls.drain(self.timeout, self.engine.abort_word());
         // A communicator that has not failed closes its NET transport gracefully: frames its
-        // last call published still reach the peers (a call returns once its frames are in the
+        // last call published still reach the peers (a finished call's frames are all in the
         // local send FIFOs), and peers still running see a close, not a failure. After a
         // failure (the abort word is raised by every failure and by `abort()`) it is abrupt.
         if let Some(mut net) = self.net.take() {

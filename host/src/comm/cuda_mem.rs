@@ -1,4 +1,5 @@
-//! Device memory of a CUDA communicator: buffers allocated on its device and stream.
+//! Device memory of a CUDA communicator: buffers allocated, written, read and freed on its
+//! device's stream, the one its calls are enqueued on.
 
 use crate::cuda::{cuda_error, CudaGpu};
 use crate::error::Result;
@@ -43,14 +44,14 @@ impl CudaBuffer {
     }
 
     /// Overwrites the first `data.len()` bytes (the caller checked the length), ordered on the
-    /// device's stream.
+    /// device's stream (`cuMemcpyHtoDAsync` from pageable memory: the driver stages `data`
+    /// before returning, without waiting for the stream).
     pub fn write(&mut self, data: &[u8]) -> Result<()> {
         let stream = self.gpu.stream();
         let mut view = self.slice.slice_mut(..data.len());
         stream
             .memcpy_htod(data, &mut view)
-            .map_err(cuda_error("cuMemcpyHtoD"))?;
-        self.gpu.synchronize()
+            .map_err(cuda_error("cuMemcpyHtoDAsync"))
     }
 
     /// A copy of the bytes, after everything on the device's stream.
@@ -59,7 +60,7 @@ impl CudaBuffer {
             .gpu
             .stream()
             .clone_dtoh(&self.slice)
-            .map_err(cuda_error("cuMemcpyDtoH"))?;
+            .map_err(cuda_error("cuMemcpyDtoHAsync"))?;
         self.gpu.synchronize()?;
         out.truncate(self.len);
         Ok(out)

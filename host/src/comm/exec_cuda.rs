@@ -1,28 +1,39 @@
-//! Runs a [`Plan`] on a CUDA GPU: the plan's channels, works and warp starts are copied into
-//! device scratch memory, every warp's status record (pinned host memory) is zeroed, the
-//! manifest's `collective` entry point for the call's dtype and op (each channel names its
-//! codec) is launched with one block of one warp per plan warp, and the stream is synchronized.
+//! Runs a [`Plan`] on a CUDA GPU, ordered on the device's stream: each call takes a [`Slot`] of
+//! the communicator's ring (`Config::max_inflight` of them, see `inflight.rs`), writes the plan
+//! into the slot's pinned image, zeroes the slot's status records, and enqueues a copy of the
+//! image into the slot's device scratch (`cuMemcpyHtoDAsync`), the manifest's `collective` entry
+//! point for the call's dtype and op (one block of one warp per plan warp; each channel names its
+//! codec) and the slot's event. Nothing waits for the kernel: the slot is reused, its records
+//! read, only once its event has completed.
 //!
-//! | scratch offset            | holds                                 |
-//! |---------------------------|---------------------------------------|
-//! | 0                         | the plan's `ChannelDesc`s             |
-//! | `channels` (8-aligned)    | its `WorkDesc`s                       |
-//! | after the works           | `warps + 1` `u32` warp starts          |
+//! | per slot         | memory                        | holds                                           |
+//! |------------------|-------------------------------|-------------------------------------------------|
+//! | scratch          | device                        | the plan: its `ChannelDesc`s at 0, its `WorkDesc`s from `channels` (8-aligned), then `warps + 1` `u32` warp starts |
+//! | image            | pinned host                   | the same bytes, written by the host, copied to the scratch on the stream |
+//! | status           | pinned host, mapped           | `MAX_WARPS` status records, one per warp of the call |
+//! | event            | `CUevent`                     | recorded after the launch: the call has finished when it has completed |
+//!
+//! Scratch and image are sized for a collective at connection time and grown (both replaced)
+//! when a plan needs more, which may wait for the device.
 
 use super::connect::MAX_WARPS;
+use super::inflight::{Finish, Record};
 use super::plan::Plan;
 use crate::cuda::{cuda_error, CudaGpu};
-use crate::cuda_mem::{DeviceAlloc, PinnedHost};
+use crate::cuda_mem::{copy_to_host_async, DeviceAlloc, PinnedHost};
 use crate::dispatch::dispatch_dtype;
 use crate::error::{Error, Result};
-use cudarc::driver::{LaunchConfig, PushKernelArg};
-use std::sync::{Mutex, PoisonError};
+use cudarc::driver::{CudaEvent, CudaFunction, LaunchConfig, PushKernelArg};
+use std::sync::Arc;
 use zipcoll_device::arbitrate::{sampled_words, word_bytes};
 use zipcoll_device::dtype::DType;
 use zipcoll_device::reduce::ReduceOp;
 use zipcoll_primitives::collectives::WorkDesc;
 use zipcoll_primitives::conn::{ChannelDesc, STATUS_WORDS};
 use zipcoll_primitives::kernels::Collective;
+
+/// Bytes of one status record.
+const RECORD_BYTES: usize = 4 * STATUS_WORDS;
 
 /// The bytes of a slice of plain `#[repr(C)]` records.
 fn bytes_of<T: Copy>(v: &[T]) -> &[u8] {
@@ -31,83 +42,168 @@ fn bytes_of<T: Copy>(v: &[T]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), std::mem::size_of_val(v)) }
 }
 
-/// Runs `plan` on `gpu` (see the module docs); each warp's status record.
-pub(crate) fn run(
-    gpu: &CudaGpu,
-    words: &PinnedHost,
-    scratch: &Mutex<Option<DeviceAlloc>>,
-    plan: &mut Plan,
-    dtype: DType,
-    op: ReduceOp,
-) -> Result<Vec<[u32; STATUS_WORDS]>> {
-    let warps = plan.warps();
-    if warps == 0 {
-        return Ok(Vec::new());
-    }
-    if warps > MAX_WARPS {
-        return Err(Error::InvalidArgument(format!(
-            "{warps} warps in one launch, at most {MAX_WARPS}"
-        )));
-    }
-    let f = gpu.registry().function::<Collective>(Some(dtype), Some(op))?;
-    let channels_bytes = std::mem::size_of_val(plan.channels.as_slice());
-    let works_at = channels_bytes.next_multiple_of(8);
-    let starts_at = works_at + std::mem::size_of_val(plan.works.as_slice());
-    let total = starts_at + 4 * plan.warp_starts.len();
-    let mut scratch = scratch.lock().unwrap_or_else(PoisonError::into_inner);
-    if scratch.as_ref().is_none_or(|s| s.bytes() < total) {
-        *scratch = Some(DeviceAlloc::zeroed(gpu.context(), total.next_power_of_two())?);
-    }
-    let base = scratch.as_ref().map_or(0, DeviceAlloc::ptr);
-    // the status records follow the abort word
-    let status_host = words.host().wrapping_add(4).cast::<u32>();
-    let status_dev = (words.device() + 4) as *mut u32;
-    plan.bind(base as *const ChannelDesc, status_dev);
-    let mut image = vec![0u8; total];
-    image[..channels_bytes].copy_from_slice(bytes_of(&plan.channels));
-    image[works_at..starts_at].copy_from_slice(bytes_of::<WorkDesc>(&plan.works));
-    image[starts_at..].copy_from_slice(bytes_of(&plan.warp_starts));
-    // SAFETY: `warps * STATUS_WORDS` words after the abort word lie in `words` (MAX_WARPS
-    // records were allocated); no kernel runs (calls are ordered and synchronized).
-    unsafe { std::ptr::write_bytes(status_host, 0, warps * STATUS_WORDS) };
-    let stream = gpu.stream();
-    gpu.context().bind_to_thread().map_err(cuda_error("cuCtxSetCurrent"))?;
-    // SAFETY: `total` bytes fit the scratch allocation; synchronous copy.
-    let r = unsafe { cudarc::driver::sys::cuMemcpyHtoD_v2(base, image.as_ptr().cast(), total) };
-    if r != cudarc::driver::sys::CUresult::CUDA_SUCCESS {
-        return Err(Error::Cuda {
-            call: "cuMemcpyHtoD",
-            message: format!("{r:?}"),
-        });
-    }
-    let (works_ptr, starts_ptr) = (base + works_at as u64, base + starts_at as u64);
-    let cfg = LaunchConfig {
-        grid_dim: (warps as u32, 1, 1),
-        block_dim: (32, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let mut launch = stream.launch_builder(&f);
-    launch.arg(&works_ptr).arg(&starts_ptr);
-    // SAFETY: the entry point takes `(works: *const u8, starts: *const u32)`; `starts` holds
-    // `warps + 1` ascending indices into the works, whose pointers (buffers checked by the
-    // call, FIFOs, staging buffers, status records) are live device or mapped memory.
-    unsafe { launch.launch(cfg) }.map_err(cuda_error("cuLaunchKernel"))?;
-    gpu.synchronize()?;
-    let mut records = Vec::with_capacity(warps);
-    for w in 0..warps {
-        let mut r = [0u32; STATUS_WORDS];
-        for (i, word) in r.iter_mut().enumerate() {
-            // SAFETY: inside the records zeroed above; the kernel has finished (synchronized).
-            *word = unsafe { status_host.add(w * STATUS_WORDS + i).read_volatile() };
+/// Where a plan's parts lie in a slot's scratch (see the module table).
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    channels_bytes: usize,
+    works_at: usize,
+    starts_at: usize,
+    total: usize,
+}
+
+impl Layout {
+    fn new(channels: usize, works: usize, warps: usize) -> Layout {
+        let channels_bytes = channels * std::mem::size_of::<ChannelDesc>();
+        let works_at = channels_bytes.next_multiple_of(8);
+        let starts_at = works_at + works * std::mem::size_of::<WorkDesc>();
+        Layout {
+            channels_bytes,
+            works_at,
+            starts_at,
+            total: starts_at + 4 * (warps + 1),
         }
-        records.push(r);
     }
-    Ok(records)
+
+    fn of(plan: &Plan) -> Layout {
+        Layout::new(plan.channels.len(), plan.works.len(), plan.warps())
+    }
+
+    /// Writes `plan` (bound to the scratch) into `image`, which holds at least `total` bytes.
+    fn write(&self, plan: &Plan, image: &mut [u8]) {
+        image[..self.channels_bytes].copy_from_slice(bytes_of(&plan.channels));
+        image[self.works_at..self.starts_at].copy_from_slice(bytes_of::<WorkDesc>(&plan.works));
+        image[self.starts_at..self.total].copy_from_slice(bytes_of(&plan.warp_starts));
+    }
+}
+
+/// The scratch a collective over `nranks` ranks and `parts` channels needs at most (a channel
+/// per peer and part), which every slot starts with.
+pub(crate) fn slot_bytes(nranks: usize, parts: usize) -> usize {
+    Layout::new(nranks * parts, parts, parts).total.next_power_of_two()
+}
+
+/// One call's resources on the GPU (see the module table).
+pub(crate) struct Slot {
+    gpu: Arc<CudaGpu>,
+    scratch: DeviceAlloc,
+    image: PinnedHost,
+    status: PinnedHost,
+    event: CudaEvent,
+    /// Warps of the call launched last, whose records `poll` reads (0 before any).
+    warps: usize,
+}
+
+impl Slot {
+    /// A free slot on `gpu` whose scratch and image hold `bytes`.
+    pub fn new(gpu: &Arc<CudaGpu>, bytes: usize) -> Result<Slot> {
+        let ctx = gpu.context();
+        Ok(Slot {
+            gpu: Arc::clone(gpu),
+            scratch: DeviceAlloc::zeroed(ctx, bytes)?,
+            image: PinnedHost::zeroed(ctx, bytes)?,
+            status: PinnedHost::zeroed(ctx, MAX_WARPS * RECORD_BYTES)?,
+            event: ctx.new_event(None).map_err(cuda_error("cuEventCreate"))?,
+            warps: 0,
+        })
+    }
+
+    /// Enqueues `plan` (see the module docs). The slot must be free: the call it ran last has
+    /// finished (its event completed), which the ring guarantees. On an error, whatever was
+    /// enqueued has run when this returns (the stream is synchronized), so the slot is free.
+    pub fn launch(&mut self, plan: &mut Plan, dtype: DType, op: ReduceOp) -> Result<()> {
+        self.warps = 0;
+        let warps = plan.warps();
+        if warps > MAX_WARPS {
+            return Err(Error::InvalidArgument(format!(
+                "{warps} warps in one launch, at most {MAX_WARPS}"
+            )));
+        }
+        let f = self.gpu.registry().function::<Collective>(Some(dtype), Some(op))?;
+        let layout = Layout::of(plan);
+        if self.scratch.bytes() < layout.total {
+            let ctx = self.gpu.context();
+            let bytes = layout.total.next_power_of_two();
+            self.scratch = DeviceAlloc::zeroed(ctx, bytes)?;
+            self.image = PinnedHost::zeroed(ctx, bytes)?;
+        }
+        plan.bind(
+            self.scratch.ptr() as *const ChannelDesc,
+            self.status.device() as *mut u32,
+        );
+        // SAFETY: the slot is free: no copy reads its image and no kernel writes its records.
+        let (image, status) = unsafe { (self.image.host_bytes_mut(), self.status.host_bytes_mut()) };
+        layout.write(plan, image);
+        status[..warps * RECORD_BYTES].fill(0);
+        let enqueued = self.enqueue(&f, layout, warps);
+        match enqueued {
+            Ok(()) => self.warps = warps,
+            Err(_) => {
+                // whatever was enqueued must be done before the slot is written again
+                let _ = self.gpu.stream().synchronize();
+            }
+        }
+        enqueued
+    }
+
+    /// The copy, the kernel and the event, on the stream.
+    fn enqueue(&self, f: &CudaFunction, layout: Layout, warps: usize) -> Result<()> {
+        let stream = self.gpu.stream();
+        let ctx = self.gpu.context();
+        ctx.bind_to_thread().map_err(cuda_error("cuCtxSetCurrent"))?;
+        if warps > 0 {
+            // SAFETY: the stream is the slot's context's; the slot keeps the image and the
+            // scratch until its event, recorded after the kernel, has completed, and the host
+            // writes the image only while the slot is free (that event completed).
+            unsafe { self.scratch.copy_from_pinned_async(&self.image, layout.total, stream) }?;
+            let base = self.scratch.ptr();
+            let (works_ptr, starts_ptr) = (base + layout.works_at as u64, base + layout.starts_at as u64);
+            let cfg = LaunchConfig {
+                grid_dim: (warps as u32, 1, 1),
+                block_dim: (32, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut launch = stream.launch_builder(f);
+            launch.arg(&works_ptr).arg(&starts_ptr);
+            // SAFETY: the entry point takes `(works: *const u8, starts: *const u32)`; `starts`
+            // holds `warps + 1` ascending indices into the works (copied before the kernel on
+            // the same stream), whose pointers (buffers checked by the call, FIFOs, staging
+            // buffers, this slot's status records) are live device or mapped memory.
+            unsafe { launch.launch(cfg) }.map_err(cuda_error("cuLaunchKernel"))?;
+            ctx.check_err().map_err(cuda_error("an earlier asynchronous call"))?;
+        }
+        self.event.record(stream).map_err(cuda_error("cuEventRecord"))
+    }
+}
+
+impl Finish for Slot {
+    fn poll(&self, block: bool) -> Result<Option<Vec<Record>>> {
+        self.gpu
+            .context()
+            .bind_to_thread()
+            .map_err(cuda_error("cuCtxSetCurrent"))?;
+        let done = if block {
+            self.event.synchronize().map_err(cuda_error("cuEventSynchronize"))?;
+            true
+        } else {
+            self.event.try_is_complete().map_err(cuda_error("cuEventQuery"))?
+        };
+        if !done {
+            return Ok(None);
+        }
+        // SAFETY: the call has finished (its event completed): nothing writes the records.
+        let bytes = unsafe { self.status.host_bytes() };
+        let records = bytes[..self.warps * RECORD_BYTES]
+            .chunks_exact(RECORD_BYTES)
+            .map(|r| std::array::from_fn(|i| u32::from_ne_bytes([r[4 * i], r[4 * i + 1], r[4 * i + 2], r[4 * i + 3]])))
+            .collect();
+        Ok(Some(records))
+    }
 }
 
 /// A host image of the `n` elements of `dtype` at device address `src` in which only the
 /// ranges the arbitration's sampler reads (at most 64 KiB) are copied; the rest stays zero
-/// (and, being `calloc`ed, is never touched).
+/// (and, being `calloc`ed, is never touched). The copies are ordered on the stream after every
+/// call enqueued before, and waited for (with them).
 pub(crate) fn sample(gpu: &CudaGpu, dtype: DType, src: u64, n: usize) -> Result<Vec<u64>> {
     let bytes = n * dtype.size_bytes();
     let mut image = vec![0u64; bytes.div_ceil(8)];
@@ -115,21 +211,23 @@ pub(crate) fn sample(gpu: &CudaGpu, dtype: DType, src: u64, n: usize) -> Result<
         sampled_words::<T>(n).collect::<Vec<_>>(),
         word_bytes::<T>()
     ));
-    gpu.context().bind_to_thread().map_err(cuda_error("cuCtxSetCurrent"))?;
-    gpu.synchronize()?;
-    for (start, len) in ranges {
-        let (at, len) = (start * word, (len * word).min(bytes - (start * word).min(bytes)));
-        // SAFETY: `at + len <= bytes`: inside the call's input on the device and inside the
-        // image on the host.
-        let r = unsafe {
-            cudarc::driver::sys::cuMemcpyDtoH_v2(image.as_mut_ptr().cast::<u8>().add(at).cast(), src + at as u64, len)
-        };
-        if r != cudarc::driver::sys::CUresult::CUDA_SUCCESS {
-            return Err(Error::Cuda {
-                call: "cuMemcpyDtoH",
-                message: format!("{r:?}"),
-            });
+    let stream = gpu.stream();
+    // SAFETY: the words are initialized and any byte pattern is a valid `u8`; the view borrows
+    // `image` exclusively until the stream is synchronized below.
+    let view = unsafe { std::slice::from_raw_parts_mut(image.as_mut_ptr().cast::<u8>(), image.len() * 8) };
+    let copied = ranges.into_iter().try_for_each(|(start, len)| {
+        let at = (start * word).min(bytes);
+        let len = (len * word).min(bytes - at);
+        if len == 0 {
+            return Ok(());
         }
-    }
+        // SAFETY: `at + len <= bytes`: inside the call's input (device memory of this context
+        // that the call checked and borrows) and inside `view`, which is read only after the
+        // synchronize below.
+        unsafe { copy_to_host_async(stream, src + at as u64, &mut view[at..at + len]) }
+    });
+    let waited = gpu.synchronize();
+    copied?;
+    waited?;
     Ok(image)
 }

@@ -16,6 +16,26 @@
 //! connection information. Backends: the CPU simulator (one thread per rank, see [`run_sim`])
 //! and CUDA GPUs (one process per GPU).
 //!
+//! Calls are stream-ordered and asynchronous, as NCCL's: a call checks its arguments, builds its
+//! launch and enqueues it on the communicator's stream (on CUDA the device's stream, which
+//! [`DeviceBuffer`]'s copies use too), then returns without waiting for it. Launches run in call
+//! order; [`Communicator::synchronize`] waits for all of them. The simulator cannot run a launch
+//! later, so it runs it at enqueue, but reports its outcome exactly as a GPU does:
+//!
+//! | what happened                                         | returned by                         | then |
+//! |-------------------------------------------------------|-------------------------------------|------|
+//! | invalid arguments (root, peer, buffer size or backend, count overflow, in-place all_to_all) | the call: [`Error::InvalidArgument`] | nothing enqueued, still usable |
+//! | a launch that could not be enqueued (a driver error, kernels not built) | the call: that error | failed |
+//! | a failure while running (a peer that left or timed out, a rejected frame, [`Communicator::abort`], a kernel fault, a simulator panic) | the first of [`Communicator::synchronize`], [`Communicator::query`] or a later call to find it finished: [`Error::Collective`] (over NET the transport's own error if it has one), once | failed |
+//! | anything, once the communicator has failed            | every call, `synchronize`, `query`: [`Error::Aborted`] | |
+//!
+//! What waits: `synchronize`; a call when [`Config::max_inflight`] calls are in flight (for the
+//! oldest); a call whose Auto compression needs a sample of its input ([`Lossless::Auto`]: the
+//! sample is copied on the stream after the calls before it, so it waits for them; the size-only
+//! gate, e.g. RAW on NVLink, does not); [`DeviceBuffer::to_host`]; dropping the communicator
+//! (for the calls in flight; a kernel whose peer died ends by its own timeout, and one still
+//! running a timeout later is stopped by the abort word).
+//!
 //! ```
 //! use zipcoll_host::comm::{run_sim, Config, Data, Options};
 //! use zipcoll_host::{DType, ReduceOp};
@@ -25,6 +45,7 @@
 //!     let mut buf = comm.alloc(bytes.len())?;
 //!     buf.copy_from_host(&bytes)?;
 //!     comm.all_reduce(Data::InPlace(&mut buf), 1000, DType::F32, ReduceOp::Sum, Options::default())?;
+//!     comm.synchronize()?; // the call's errors, if any
 //!     let out = buf.to_host()?;
 //!     Ok(f32::from_le_bytes(out[..4].try_into().unwrap()))
 //! })?;
@@ -34,8 +55,8 @@
 //!
 //! Compression is a policy of the communicator ([`Config::compression`]) that each call may
 //! override ([`Options::compression`]). After a failure (a peer that timed out, a rejected frame,
-//! [`Communicator::abort`]) the communicator is unusable: every later call returns
-//! [`Error::Aborted`], as NCCL requires a new communicator.
+//! [`Communicator::abort`]) the communicator is unusable: once the failure has been returned,
+//! every call returns [`Error::Aborted`], as NCCL requires a new communicator.
 
 pub mod bootstrap;
 mod buffer;
@@ -45,6 +66,7 @@ mod cuda_mem;
 mod exec_cuda;
 mod exec_sim;
 mod fabric;
+mod inflight;
 pub mod launch;
 mod plan;
 
@@ -56,6 +78,8 @@ use crate::backend::Backend;
 use crate::dispatch::dispatch_dtype;
 use crate::error::{Error, Result};
 use connect::Links;
+use fabric::Fabric;
+use inflight::{Failed, Wait};
 use plan::{CollArgs, P2pOp, Plan};
 use std::sync::atomic::Ordering;
 use std::sync::{Mutex, PoisonError};
@@ -64,7 +88,6 @@ use zipcoll_device::codec::{max_encoded_len, CodecId};
 use zipcoll_device::dtype::{DType, Elem};
 use zipcoll_device::reduce::ReduceOp;
 use zipcoll_primitives::collectives::Coll;
-use zipcoll_primitives::conn::Failure;
 
 /// Per-call overrides of the communicator's settings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -107,10 +130,10 @@ pub struct Communicator {
     nranks: usize,
     backend: Backend,
     config: Config,
+    /// The connections and the calls in flight (whose lock orders the calls: they share the
+    /// FIFOs, each kernel continuing their step counters where the one before stopped).
     links: Links,
-    /// Calls of one communicator run one at a time (they share the FIFOs).
-    exclusive: Mutex<()>,
-    /// Why the communicator stopped working, once it has.
+    /// Why the communicator stopped working, once it has (and its failure was returned).
     failed: Mutex<Option<String>>,
 }
 
@@ -164,7 +187,6 @@ impl Communicator {
             backend: device,
             config,
             links,
-            exclusive: Mutex::new(()),
             failed: Mutex::new(None),
         })
     }
@@ -199,15 +221,59 @@ impl Communicator {
         self.links.alloc(len)
     }
 
-    /// Stops the communicator: running and later calls return an error. Safe from any thread.
+    /// Stops the communicator: the calls in flight stop at their next wait, and
+    /// [`Communicator::synchronize`] and every later call return [`Error::Aborted`]. Safe from
+    /// any thread, also while another one waits in this communicator.
     pub fn abort(&self) {
         self.links.abort_word().store(1, Ordering::Release);
         self.fail("aborted by the caller".into());
     }
 
+    /// Waits for every call enqueued so far and checks how each ended: the first failure (see
+    /// the module table), after which the communicator is failed; [`Error::Aborted`] when it
+    /// already was.
+    pub fn synchronize(&self) -> Result<()> {
+        let found = self.links.calls().check(Wait::All);
+        self.report(found)
+    }
+
+    /// Whether every call enqueued so far has finished, without waiting for them (only for
+    /// another thread that is enqueueing or synchronizing); checks those that have, and returns
+    /// the first failure among them as [`Communicator::synchronize`] does.
+    pub fn query(&self) -> Result<bool> {
+        let mut calls = self.links.calls();
+        let found = calls.check(Wait::No);
+        let idle = calls.is_empty();
+        drop(calls);
+        self.report(found).map(|()| idle)
+    }
+
     fn fail(&self, why: String) {
         let mut f = self.failed.lock().unwrap_or_else(PoisonError::into_inner);
         f.get_or_insert(why);
+    }
+
+    /// The error a check returns: [`Error::Aborted`] once the communicator has failed, else the
+    /// failure it found (which fails the communicator).
+    fn report(&self, found: Option<Failed>) -> Result<()> {
+        let mut failed = self.failed.lock().unwrap_or_else(PoisonError::into_inner);
+        if failed.is_some() {
+            return Err(Error::Aborted);
+        }
+        let Some(found) = found else {
+            return Ok(());
+        };
+        let e = match found {
+            Failed::Run(e) => e,
+            Failed::Warp { name, warp, failure } => self.links.transport_error().unwrap_or(Error::Collective {
+                collective: name,
+                rank: self.rank,
+                channel: warp,
+                failure,
+            }),
+        };
+        *failed = Some(e.to_string());
+        Err(e)
     }
 
     /// All_reduce of `count` elements.
@@ -309,6 +375,9 @@ impl Communicator {
     }
 
     /// The codec a call sends with (`Raw`: compression off), for `n` input elements at `src`.
+    /// Auto decides from the size alone where it can ([`Arbiter::gate`]); otherwise it samples
+    /// the input, which on a GPU is copied on the stream after the calls enqueued before and
+    /// waited for (so the input holds what they wrote).
     fn codec_for(&self, opts: Options, dtype: DType, src: *const u8, n: usize) -> Result<CodecId> {
         match opts.compression.unwrap_or(self.config.compression) {
             Compression::Off => Ok(CodecId::Raw),
@@ -387,47 +456,50 @@ impl Communicator {
                 (src.ptr().cast_const(), dst.ptr())
             }
         };
-        let codec = self.codec_for(opts, dtype, src, in_bytes / size.max(1))?;
-        let frame_elems = self.frame_elems(dtype) as u64;
-        let _one = self.exclusive.lock().unwrap_or_else(PoisonError::into_inner);
-        let args = CollArgs {
-            coll,
-            root,
-            src,
-            dst,
-            count: count as u64,
-            frame_elems,
-        };
-        let mut plan = Plan::collective(self.links.fabric(), args);
-        self.execute(coll_name(coll), &mut plan, dtype, op, codec)
+        let n = in_bytes / size.max(1);
+        self.enqueue(
+            coll_name(coll),
+            dtype,
+            op,
+            || self.codec_for(opts, dtype, src, n),
+            |fabric, frame_elems| {
+                let args = CollArgs {
+                    coll,
+                    root,
+                    src,
+                    dst,
+                    count: count as u64,
+                    frame_elems,
+                };
+                Plan::collective(fabric, args)
+            },
+        )
     }
 
-    /// Runs a plan and turns the first failed warp's status record into an error.
-    fn execute(&self, name: &'static str, plan: &mut Plan, dtype: DType, op: ReduceOp, codec: CodecId) -> Result<()> {
+    /// Enqueues one launch (the communicator's calls locked meanwhile, so launches follow call
+    /// order): checks the calls that have finished (a failure among them is returned and
+    /// nothing is enqueued), picks the codec, builds the plan with the frame size and runs it.
+    fn enqueue(
+        &self,
+        name: &'static str,
+        dtype: DType,
+        op: ReduceOp,
+        codec: impl FnOnce() -> Result<CodecId>,
+        plan: impl FnOnce(&Fabric, u64) -> Plan,
+    ) -> Result<()> {
+        let mut calls = self.links.calls();
+        let found = calls.check(Wait::No);
+        self.report(found)?;
+        let codec = codec()?;
+        let mut plan = plan(self.links.fabric(), self.frame_elems(dtype) as u64);
         plan.set_codec(codec);
-        let records = self.links.run(plan, dtype, op, self.config.timeout);
-        let records = match records {
-            Ok(r) => r,
-            Err(e) => {
-                self.fail(e.to_string());
-                return Err(e);
-            }
-        };
-        let failed = records
-            .iter()
-            .enumerate()
-            .find_map(|(warp, r)| Failure::from_record(*r, "(reason not recorded)").map(|f| (warp, f)));
-        if let Some((channel, failure)) = failed {
-            let e = self.links.transport_error().unwrap_or(Error::Collective {
-                collective: name,
-                rank: self.rank,
-                channel,
-                failure,
-            });
+        let launched = self
+            .links
+            .run(&mut calls, name, &mut plan, dtype, op, self.config.timeout);
+        if let Err(e) = &launched {
             self.fail(e.to_string());
-            return Err(e);
         }
-        Ok(())
+        launched
     }
 }
 
@@ -495,8 +567,8 @@ impl<'a> Group<'a> {
         self.push(false, buf.ptr(), buf.len(), count, dtype, peer)
     }
 
-    /// Runs the group: one launch per dtype, in `DType` order on every rank (a send and its
-    /// receive have the same dtype, so they meet in the same launch).
+    /// Enqueues the group: one launch per dtype, in `DType` order on every rank (a send and
+    /// its receive have the same dtype, so they meet in the same launch).
     pub fn launch(self, opts: Options) -> Result<()> {
         let comm = self.comm;
         comm.check_usable()?;
@@ -505,15 +577,17 @@ impl<'a> Group<'a> {
         dtypes.dedup();
         for dtype in dtypes {
             let ops: Vec<P2pOp> = self.ops.iter().filter(|(d, _)| *d == dtype).map(|(_, o)| *o).collect();
-            let first_send = ops.iter().find(|o| o.send);
-            let codec = match first_send {
-                Some(o) => comm.codec_for(opts, dtype, o.buf, o.count as usize)?,
-                None => CodecId::Raw,
-            };
-            let frame_elems = comm.frame_elems(dtype) as u64;
-            let _one = comm.exclusive.lock().unwrap_or_else(PoisonError::into_inner);
-            let mut plan = Plan::group(comm.links.fabric(), &ops, frame_elems);
-            comm.execute("send/recv group", &mut plan, dtype, ReduceOp::Sum, codec)?;
+            let first_send = ops.iter().find(|o| o.send).copied();
+            comm.enqueue(
+                "send/recv group",
+                dtype,
+                ReduceOp::Sum,
+                || match first_send {
+                    Some(o) => comm.codec_for(opts, dtype, o.buf, o.count as usize),
+                    None => Ok(CodecId::Raw),
+                },
+                |fabric, frame_elems| Plan::group(fabric, &ops, frame_elems),
+            )?;
         }
         Ok(())
     }

@@ -1,0 +1,320 @@
+//! The calls a communicator has enqueued and not yet checked, oldest first, and the ring of
+//! per-call GPU slots they run with.
+//!
+//! | backend   | a call at enqueue                          | has finished            | its status records     |
+//! |-----------|--------------------------------------------|-------------------------|------------------------|
+//! | simulator | runs to its end ([`InFlight::ran`])        | at once                 | kept with the call     |
+//! | CUDA      | takes the next slot, launches ([`InFlight::launch`]) | when the slot's event has completed | in the slot's pinned memory |
+//!
+//! The slots are used in turn, so the next one is the oldest call's when all are in flight: a
+//! call first waits for that one (and checks it). Checking a finished call reads its records;
+//! the first failure found is kept until a check returns it ([`InFlight::check`]), so a failure
+//! found while making room for a launch is reported by the next check.
+
+use crate::error::{Error, Result};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+use zipcoll_primitives::conn::{Failure, STATUS_WORDS};
+
+/// One warp's status record.
+pub(crate) type Record = [u32; STATUS_WORDS];
+
+/// Something a call runs with that knows when the call has finished.
+pub(crate) trait Finish {
+    /// The call's status records once it has finished, `None` while it runs; with `block`,
+    /// waits for it. An error: the run itself failed (e.g. a CUDA error).
+    fn poll(&self, block: bool) -> Result<Option<Vec<Record>>>;
+}
+
+/// Why a call failed.
+#[derive(Debug)]
+pub(crate) enum Failed {
+    /// Its run failed (a CUDA error, a simulator panic).
+    Run(Error),
+    /// Warp `warp` of call `name`, the first whose record says so.
+    Warp {
+        name: &'static str,
+        warp: usize,
+        failure: Failure,
+    },
+}
+
+/// How long a check may wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// Not at all: the calls that have finished are checked.
+    No,
+    /// Until every call has finished.
+    All,
+}
+
+/// Where an enqueued call's outcome is.
+enum Run {
+    /// It ran at enqueue: its records, or why it could not run.
+    Done(Result<Vec<Record>>),
+    /// It runs with this slot.
+    Slot(usize),
+}
+
+struct Call {
+    name: &'static str,
+    run: Run,
+}
+
+/// The enqueued calls (see the module docs).
+pub(crate) struct InFlight<S> {
+    calls: VecDeque<Call>,
+    /// One per call that may be in flight on a GPU, used in turn (none on the simulator).
+    slots: Vec<S>,
+    /// The slot the next launch uses.
+    next: usize,
+    /// The first failure found and not yet returned by a check.
+    found: Option<Failed>,
+}
+
+impl<S: Finish> InFlight<S> {
+    /// No calls, with these slots.
+    pub fn new(slots: Vec<S>) -> InFlight<S> {
+        InFlight {
+            calls: VecDeque::new(),
+            slots,
+            next: 0,
+            found: None,
+        }
+    }
+
+    /// Whether every enqueued call has been checked.
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    /// Records call `name`, which ran at enqueue.
+    pub fn ran(&mut self, name: &'static str, outcome: Result<Vec<Record>>) {
+        self.calls.push_back(Call {
+            name,
+            run: Run::Done(outcome),
+        });
+    }
+
+    /// Launches call `name` with the next slot (`launch` enqueues it there); first waits for
+    /// the call that slot ran, if it is still pending, and checks it. With no slots (the
+    /// simulator) this is an [`Error::InvalidArgument`].
+    pub fn launch(&mut self, name: &'static str, launch: impl FnOnce(&mut S) -> Result<()>) -> Result<()> {
+        let next = self.next;
+        if next >= self.slots.len() {
+            return Err(Error::InvalidArgument(
+                "a launch on a communicator without call slots".into(),
+            ));
+        }
+        while self.calls.iter().any(|c| matches!(c.run, Run::Slot(s) if s == next)) {
+            if !self.settle_oldest(true) {
+                return Err(Error::Cuda {
+                    call: "cuEventSynchronize",
+                    message: "a call slot was still in use after waiting for it".into(),
+                });
+            }
+        }
+        launch(&mut self.slots[next])?;
+        self.calls.push_back(Call {
+            name,
+            run: Run::Slot(next),
+        });
+        self.next = (next + 1) % self.slots.len();
+        Ok(())
+    }
+
+    /// Checks the enqueued calls oldest first (the finished ones, or waiting for all); returns
+    /// the first failure found since the last check that returned one.
+    pub fn check(&mut self, wait: Wait) -> Option<Failed> {
+        while !self.calls.is_empty() && self.settle_oldest(wait == Wait::All) {}
+        self.found.take()
+    }
+
+    /// Waits for every call, for `patience` and then, with `abort` raised (kernels stop at their
+    /// next wait), until they have stopped. Failures are dropped.
+    pub fn drain(&mut self, patience: Duration, abort: &AtomicU32) {
+        let start = Instant::now();
+        while !self.calls.is_empty() && start.elapsed() < patience {
+            self.check(Wait::No);
+            if !self.calls.is_empty() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        if !self.calls.is_empty() {
+            abort.store(1, Ordering::Release);
+            self.check(Wait::All);
+        }
+        self.found = None;
+    }
+
+    /// Checks the oldest call if it has finished (waits for it with `block`); whether it had.
+    fn settle_oldest(&mut self, block: bool) -> bool {
+        let Some(call) = self.calls.front() else {
+            return false;
+        };
+        let polled = match call.run {
+            Run::Done(_) => None,
+            Run::Slot(s) => match self.slots[s].poll(block) {
+                Ok(None) => return false,
+                Ok(Some(records)) => Some(Ok(records)),
+                Err(e) => Some(Err(e)),
+            },
+        };
+        let Some(Call { name, run }) = self.calls.pop_front() else {
+            return false;
+        };
+        let outcome = match run {
+            Run::Done(outcome) => outcome,
+            Run::Slot(_) => polled.unwrap_or_else(|| Ok(Vec::new())),
+        };
+        let failed = match outcome {
+            Err(e) => Some(Failed::Run(e)),
+            Ok(records) => records.iter().enumerate().find_map(|(warp, r)| {
+                Failure::from_record(*r, "(reason not recorded)").map(|failure| Failed::Warp { name, warp, failure })
+            }),
+        };
+        if self.found.is_none() {
+            self.found = failed;
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::{Cell, RefCell};
+    use std::rc::Rc;
+    use zipcoll_primitives::conn::{ConnError, Wait as FifoWait};
+
+    /// A record that says "timed out waiting for data at step 7".
+    fn timeout_record() -> Record {
+        Failure {
+            step: 7,
+            error: ConnError::Timeout(FifoWait::Data),
+        }
+        .record()
+    }
+
+    /// Every blocking wait for an unfinished call: (slot, its launch number).
+    type Waits = Rc<RefCell<Vec<(usize, usize)>>>;
+
+    /// A slot whose call finishes when the test says (or when waited for).
+    struct Fake {
+        id: usize,
+        /// Launches so far; the last one's records.
+        launches: Cell<usize>,
+        records: Cell<Option<Record>>,
+        done: Cell<bool>,
+        waits: Waits,
+    }
+
+    impl Finish for Fake {
+        fn poll(&self, block: bool) -> Result<Option<Vec<Record>>> {
+            if block && !self.done.get() {
+                self.waits.borrow_mut().push((self.id, self.launches.get()));
+                self.done.set(true);
+            }
+            Ok(self.done.get().then(|| vec![self.records.get().unwrap_or_default(); 2]))
+        }
+    }
+
+    fn ring(n: usize) -> (InFlight<Fake>, Waits) {
+        let waits = Waits::default();
+        let slots = (0..n)
+            .map(|id| Fake {
+                id,
+                launches: Cell::new(0),
+                records: Cell::new(None),
+                done: Cell::new(true),
+                waits: Rc::clone(&waits),
+            })
+            .collect();
+        (InFlight::new(slots), waits)
+    }
+
+    /// A launch that makes the slot busy with `records`.
+    fn busy(records: Option<Record>) -> impl FnOnce(&mut Fake) -> Result<()> {
+        move |s: &mut Fake| {
+            assert!(s.done.get(), "slot {} launched while its call runs", s.id);
+            s.launches.set(s.launches.get() + 1);
+            s.records.set(records);
+            s.done.set(false);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn more_calls_than_slots_wait_for_the_oldest_in_turn() {
+        let (mut f, waits) = ring(2);
+        for _ in 0..5 {
+            f.launch("c", busy(None)).unwrap();
+        }
+        // calls 3, 4, 5 each waited for the call two before them: slot 0, 1, 0
+        assert_eq!(*waits.borrow(), vec![(0, 1), (1, 1), (0, 2)]);
+        assert!(!f.is_empty());
+        assert!(f.check(Wait::No).is_none());
+        assert!(!f.is_empty(), "two calls still run");
+        assert!(f.check(Wait::All).is_none());
+        assert!(f.is_empty());
+        assert_eq!(waits.borrow().len(), 5);
+    }
+
+    #[test]
+    fn a_check_stops_at_the_first_unfinished_call() {
+        let (mut f, _) = ring(3);
+        f.launch("a", busy(None)).unwrap();
+        f.launch("b", busy(Some(timeout_record()))).unwrap();
+        f.slots[1].done.set(true);
+        // b has finished but a has not: nothing is checked
+        assert!(f.check(Wait::No).is_none());
+        assert_eq!(f.calls.len(), 2);
+        f.slots[0].done.set(true);
+        let Some(Failed::Warp { name, warp, failure }) = f.check(Wait::No) else {
+            panic!("b's failure")
+        };
+        assert_eq!((name, warp, failure.step), ("b", 0, 7));
+        assert!(f.is_empty());
+    }
+
+    #[test]
+    fn a_failure_found_making_room_is_returned_once_by_the_next_check() {
+        let (mut f, _) = ring(1);
+        f.launch("first", busy(Some(timeout_record()))).unwrap();
+        f.launch("second", busy(Some(timeout_record()))).unwrap();
+        let found = f.check(Wait::All);
+        assert!(matches!(found, Some(Failed::Warp { name: "first", .. })), "{found:?}");
+        assert!(f.check(Wait::All).is_none(), "returned once");
+    }
+
+    #[test]
+    fn simulated_runs_report_at_the_next_check() {
+        let (mut f, _) = ring(0);
+        f.ran("ok", Ok(vec![[0; STATUS_WORDS]; 3]));
+        f.ran("panicked", Err(Error::Sim("boom".into())));
+        f.ran("late", Ok(vec![timeout_record()]));
+        let found = f.check(Wait::No);
+        assert!(
+            matches!(&found, Some(Failed::Run(Error::Sim(m))) if m == "boom"),
+            "{found:?}"
+        );
+        assert!(f.is_empty());
+        assert!(f.launch("x", busy(None)).is_err(), "no slots on the simulator");
+    }
+
+    #[test]
+    fn drain_raises_the_abort_word_only_for_calls_that_outlast_it() {
+        let (mut f, _) = ring(2);
+        let abort = AtomicU32::new(0);
+        f.launch("a", busy(None)).unwrap();
+        f.slots[0].done.set(true);
+        f.drain(Duration::from_millis(50), &abort);
+        assert_eq!(abort.load(Ordering::Acquire), 0);
+        assert!(f.is_empty());
+        f.launch("b", busy(None)).unwrap();
+        f.drain(Duration::from_millis(20), &abort);
+        assert_eq!(abort.load(Ordering::Acquire), 1);
+        assert!(f.is_empty());
+    }
+}
