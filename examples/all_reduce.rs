@@ -64,7 +64,7 @@ fn input(rank: usize, count: usize) -> Vec<u8> {
 fn run(comm: Communicator, count: usize) -> Result<bool, Error> {
     let (rank, nranks) = (comm.rank(), comm.nranks());
     let inputs: Vec<Vec<u8>> = (0..nranks).map(|r| input(r, count)).collect();
-    let frame_elems = comm.frame_elems(DType::Bf16);
+    let frame_elems = comm.frame_elems(DType::Bf16, count);
     let want = collective(
         CollRef::RingAllReduce { frame_elems },
         DType::Bf16,

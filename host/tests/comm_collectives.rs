@@ -22,6 +22,7 @@ use zipcoll_device::dtype::{Bf16, Elem, Split, F16, F32, F8E4M3, F8E5M2};
 use zipcoll_device::reduce::{Avg, Max, Min, Prod, RedOp, Sum};
 use zipcoll_host::comm::{
     run_sim, Algorithm, Communicator, Compression, Config, Data, DeviceBuffer, Lossless, Options, TransportKind,
+    LOOPS_PER_CHANNEL,
 };
 use zipcoll_host::{testdata, CodecId, DType, ReduceOp, Result};
 use zipcoll_primitives::collectives::{
@@ -209,7 +210,7 @@ fn run_case(comm: &Communicator, case: &Case) -> Result<Option<String>> {
         }
         (initial, dst.to_host()?)
     };
-    let want = expected(case, &inputs, r, &initial, comm.frame_elems(dtype));
+    let want = expected(case, &inputs, r, &initial, comm.frame_elems(dtype, case.count));
     Ok(first_mismatch(size, &want, &got).map(|(i, w, g)| {
         format!(
             "rank {r}: element {i} of {}: want {w:02x?}, got {g:02x?}",
@@ -292,9 +293,9 @@ struct Sizes(testdata::Rng);
 
 impl Sizes {
     /// Sizes for the `i`-th call, in turn: 0 or 1, a few hundred, a few thousand, several
-    /// hundred. Frames (`Communicator::frame_elems`) hold 1984 f32 / 4032 bf16 elements with
-    /// `Config::sim()`'s 64 KiB FIFOs, 448 / 960 with 16 KiB ones: a few thousand elements
-    /// span several frames.
+    /// hundred. Frames (`Communicator::frame_elems`) shrink with the count (down to 64
+    /// elements) so that every channel gets several loops; a few thousand elements span
+    /// several frames per channel.
     fn next(&mut self, i: usize) -> usize {
         match i % 4 {
             0 => [0, 1][i / 4 % 2],
@@ -547,7 +548,7 @@ fn more_calls_than_slots_then_one_synchronize() {
             for (case, initial, _src, out) in &enqueued {
                 let inputs: Vec<Vec<u8>> = (0..k).map(|q| input(case, k, q)).collect();
                 let size = case.dtype.size_bytes();
-                let want = expected(case, &inputs, r, initial, comm.frame_elems(case.dtype));
+                let want = expected(case, &inputs, r, initial, comm.frame_elems(case.dtype, case.count));
                 if let Some((i, w, g)) = first_mismatch(size, &want, &out.to_host()?) {
                     report.push(format!("{case:?}: rank {r}: element {i}: want {w:02x?}, got {g:02x?}"));
                 }
@@ -558,4 +559,52 @@ fn more_calls_than_slots_then_one_synchronize() {
         let failures: Vec<String> = reports.into_iter().flatten().collect();
         assert!(failures.is_empty(), "{transport:?}:\n{}", failures.join("\n"));
     }
+}
+
+#[test]
+fn frames_shrink_with_the_call_and_stay_whole() {
+    let sizes = run_sim(3, Config::sim(), |comm| {
+        let mut rows = Vec::new();
+        for dtype in [DType::Bf16, DType::F32, DType::F8E4M3] {
+            let max = comm.max_frame_elems(dtype);
+            let mut last = 0;
+            for count in [0, 1, 100, 5_000, 50_000, 500_000, 50_000_000] {
+                let fe = comm.frame_elems(dtype, count);
+                rows.push((dtype, count, fe, max));
+                assert!(
+                    fe.is_multiple_of(64) && fe >= 64 && fe <= max,
+                    "{dtype:?} {count}: {fe} of {max}"
+                );
+                assert!(fe >= last, "{dtype:?}: frames never shrink as calls grow");
+                last = fe;
+            }
+            assert_eq!(
+                comm.frame_elems(dtype, usize::MAX / 2),
+                max,
+                "{dtype:?}: large calls use whole slots"
+            );
+            // a call that fills channels x loops whole frames gets whole frames
+            let full = comm.nranks() * comm.config().channels * LOOPS_PER_CHANNEL * max;
+            assert_eq!(comm.frame_elems(dtype, full), max);
+            assert!(comm.frame_elems(dtype, full / 4) < max);
+        }
+        Ok(rows)
+    })
+    .unwrap();
+    assert!(
+        sizes.windows(2).all(|w| w[0] == w[1]),
+        "every rank computes the same frames"
+    );
+    // NET's proxies pay per frame: its frames stay whole slots
+    let net = Config {
+        transport: TransportKind::Net,
+        ..Config::sim()
+    };
+    run_sim(2, net, |comm| {
+        for count in [1, 100, 5_000, 500_000] {
+            assert_eq!(comm.frame_elems(DType::Bf16, count), comm.max_frame_elems(DType::Bf16));
+        }
+        Ok(())
+    })
+    .unwrap();
 }

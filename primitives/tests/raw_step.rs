@@ -16,7 +16,7 @@ use zipcoll_device::reduce::{Avg, Max, RedOp, Sum};
 use zipcoll_primitives::prims::raw::{combine_send, raw_frame_checksum, recv_checksum, RawStep};
 use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
 
-/// Lengths around the vector (16 bytes), unroll (4 vectors per lane) and warp boundaries.
+/// Lengths around the vector (16 bytes), unroll (`UNROLL` vectors per lane) and warp boundaries.
 const LENGTHS: [usize; 14] = [0, 1, 2, 3, 5, 8, 15, 17, 63, 64, 65, 500, 2048 + 7, 8192 + 33];
 
 /// A 16-byte aligned zeroed buffer of at least `bytes` bytes.
@@ -142,8 +142,11 @@ fn check<
             let step = step.as_ref();
             let sum = recv_checksum::<_, T>(w, payload.get(), n);
             assert_eq!(sum, checksum(&frame[HEADER_BYTES..]), "recv checksum, n {n}");
-            let len = combine_send::<_, T, O, RECV, REDUCE, SEND, COPY>(w, op, step);
-            assert_eq!(len, HEADER_BYTES + n * size);
+            let sums = combine_send::<_, T, O, RECV, REDUCE, SEND, COPY>(w, op, step);
+            assert_eq!(sums.frame_bytes, HEADER_BYTES + n * size);
+            if RECV {
+                assert_eq!(sums.received, sum, "the main pass's received checksum, n {n}");
+            }
         }
     });
     let what = format!(
@@ -239,10 +242,25 @@ fn a_payload_that_does_not_match_its_checksum_is_seen() {
             std::ptr::copy_nonoverlapping(frame.as_ptr(), bytes.get(), frame.len());
             *bytes.get().add(flip) ^= 0x10;
         }
+        let src = aligned(4 * n);
+        let mut out = aligned(HEADER_BYTES + 4 * n);
+        let step = Shared(RawStep::<F32> {
+            recv: bytes.get().wrapping_add(HEADER_BYTES).cast(),
+            src: src.as_ptr().cast(),
+            dst: std::ptr::null_mut(),
+            send: out.as_mut_ptr().cast(),
+            n,
+        });
         on_warp::<32>(|w| {
-            // SAFETY: the payload holds `n` aligned elements.
-            let got = unsafe { recv_checksum::<_, F32>(w, bytes.get().add(HEADER_BYTES).cast(), n) };
-            assert_ne!(got, stored, "flip at {flip}");
+            // SAFETY: the payload holds `n` aligned elements; `src` and the send slot hold `n`
+            // elements (the slot a whole frame).
+            unsafe {
+                let got = recv_checksum::<_, F32>(w, bytes.get().add(HEADER_BYTES).cast(), n);
+                assert_ne!(got, stored, "flip at {flip}");
+                // the one-pass step sees it too (and its caller then publishes nothing)
+                let sums = combine_send::<_, F32, Sum, true, true, true, false>(w, Sum::new(2), step.as_ref());
+                assert_eq!(sums.received, got, "flip at {flip}");
+            }
         });
     }
 }

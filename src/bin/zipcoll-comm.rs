@@ -13,7 +13,8 @@
 //! simulator's own output for the same inputs, computed in the same process; it synchronizes
 //! after each call (calls are asynchronous) so a failure is an error of its case. `bench`
 //! enqueues its timed calls back to back and synchronizes once. The parent process
-//! starts one child per GPU (`--ranks`, default: every GPU); without GPUs the ranks are
+//! starts one child per rank (`--ranks`, default: one per GPU and at least 2, placed on the
+//! GPUs round-robin); without GPUs the ranks are
 //! simulator threads. Exit status non-zero on any mismatch or error.
 
 use clap::{Parser, Subcommand};
@@ -80,7 +81,7 @@ enum Case {
 
 impl Case {
     fn all(k: usize) -> Vec<Case> {
-        vec![
+        let mut cases = vec![
             Case::AllReduce(Algorithm::Ring),
             Case::AllReduce(Algorithm::TwoShot),
             Case::AllGather,
@@ -88,8 +89,12 @@ impl Case {
             Case::Reduce(k - 1),
             Case::Broadcast(k / 2),
             Case::AllToAll,
-            Case::Shift,
-        ]
+        ];
+        // a shift sends to another rank: there is none with one rank
+        if k > 1 {
+            cases.push(Case::Shift);
+        }
+        cases
     }
 
     /// Elements of each rank's input and output for `count`.
@@ -153,7 +158,8 @@ impl Case {
     /// What rank `rank` must hold, from every rank's input.
     fn expected(self, comm: &Communicator, dtype: DType, op: ReduceOp, inputs: &[Vec<u8>]) -> Result<Vec<u8>, Error> {
         let (rank, k) = (comm.rank(), comm.nranks());
-        let frame_elems = comm.frame_elems(dtype);
+        // all_reduce's count: the elements of a rank's input
+        let frame_elems = comm.frame_elems(dtype, inputs[rank].len() / dtype.size_bytes());
         let c = match self {
             Case::AllReduce(Algorithm::Ring) => CollRef::RingAllReduce { frame_elems },
             Case::AllReduce(Algorithm::TwoShot) => CollRef::TwoShotAllReduce { frame_elems },
@@ -297,6 +303,9 @@ fn sim_output(
 /// The kill test on one rank: rank 1 exits during the second all_reduce; the others enqueue
 /// 50 and synchronize, and must get the error (from a call or from `synchronize`) in time.
 fn kill(comm: &Communicator, cli: &Cli) -> Result<bool, Error> {
+    if comm.nranks() < 2 {
+        return Err(Error::InvalidArgument("kill needs at least 2 ranks".into()));
+    }
     let count = 64 << 20;
     let mut buf = comm.alloc(count * 2)?;
     let opts = Options::default();
@@ -461,7 +470,7 @@ fn main() -> ExitCode {
         }
         if zipcoll::cuda::is_available() && cli.transport != "sim" {
             let gpus = zipcoll::cuda::device_count()?;
-            return Ok(spawn_ranks(cli.ranks.unwrap_or(gpus))? == 0);
+            return Ok(spawn_ranks(cli.ranks.unwrap_or(gpus.max(2)))? == 0);
         }
         let oks = run_sim(cli.ranks.unwrap_or(4), config(&cli, Config::sim())?, |comm| {
             on_rank(comm, &cli)

@@ -7,10 +7,16 @@
 //! | `compression`  | `Lossless(Auto)`           | `ZIPCOLL_COMPRESSION`       | `off`, `auto`, or a codec name (`expans`, ...) |
 //! | `transport`    | `Auto`                     | `ZIPCOLL_TRANSPORT`         | `auto`, `p2p`, `net` (`sim` for the simulator's in-process FIFOs) |
 //! | `buffer_bytes` | 4 MiB / 64 KiB             | `ZIPCOLL_BUFFER_BYTES`      | bytes of one FIFO (8 slots)               |
-//! | `channels`     | 16 / 2                     | `ZIPCOLL_CHANNELS`          | warps (each with its own FIFOs) per collective and peer |
+//! | `channels`     | 64 / 2                     | `ZIPCOLL_CHANNELS`          | warps (each with its own FIFOs) per collective and peer |
 //! | `max_inflight` | 16                         | `ZIPCOLL_MAX_INFLIGHT`      | calls enqueued and not finished (1..=1024; a GPU's call slots) |
 //! | `timeout`      | 60 s / 20 s                | `ZIPCOLL_TIMEOUT_MS`        | how long any wait for a peer may last     |
 //! | `net`          | [`NetConfig::default`]     | `ZIPCOLL_NET_SOCKETS`, `ZIPCOLL_NET_RATE_LIMIT` | sockets per peer, an optional rate limit |
+//!
+//! Memory: each rank holds, per peer and channel, one FIFO (`buffer_bytes`) and two staging
+//! buffers of a slot each: `(nranks - 1) x channels x buffer_bytes + nranks x channels x 2 x
+//! buffer_bytes / 8`, in device memory for P2P and in pinned host memory for NET (about 2.3 GB
+//! per rank for 8 ranks with the GPU defaults). Bandwidth grows with `channels` (one warp each;
+//! BENCHMARKS.md has a sweep on 2 H200s: 256 channels move about 3x what 64 do).
 
 use crate::error::{Error, Result};
 use crate::transport::net::NetConfig;
@@ -113,7 +119,7 @@ impl Config {
             compression: Compression::Lossless(Lossless::Auto),
             transport: TransportKind::Auto,
             buffer_bytes: 4 << 20,
-            channels: 16,
+            channels: 64,
             max_inflight: 16,
             timeout: Duration::from_secs(60),
             net: NetConfig::default(),

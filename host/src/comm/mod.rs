@@ -89,6 +89,10 @@ use zipcoll_device::dtype::{DType, Elem};
 use zipcoll_device::reduce::ReduceOp;
 use zipcoll_primitives::collectives::Coll;
 
+/// Loops each channel gets of a call whose frames are smaller than the largest
+/// ([`Communicator::frame_elems`]): several, so that a channel's steps pipeline through its FIFO.
+pub const LOOPS_PER_CHANNEL: usize = 4;
+
 /// Per-call overrides of the communicator's settings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Options {
@@ -352,10 +356,9 @@ impl Communicator {
         }
     }
 
-    /// Elements per frame for `dtype`, the unit every collective cuts data into (a reference
-    /// that follows a collective's reduction order needs it): the largest multiple of 64 whose
-    /// frame fits a slot and a staging buffer, the same on every rank (their configs agree).
-    pub fn frame_elems(&self, dtype: DType) -> usize {
+    /// The largest frame for `dtype`: the largest multiple of 64 elements whose frame fits a
+    /// slot and a staging buffer, the same on every rank (their configs agree).
+    pub fn max_frame_elems(&self, dtype: DType) -> usize {
         let slot = self.config.slot_bytes() as usize;
         let fits = |n: usize| dispatch_dtype!(dtype, |T| max_encoded_len::<T>(n)) <= slot;
         let mut n = slot / dtype.size_bytes() / 64 * 64;
@@ -365,26 +368,63 @@ impl Communicator {
         n
     }
 
-    /// The link model Auto decides with.
+    /// Elements per frame of a call with `count` elements of `dtype` (the call's `count`
+    /// argument; a group's send and receive use their own). Every collective cuts its data into
+    /// frames of this size, so a reference that follows ring or two-shot all_reduce's reduction
+    /// order needs it. Small calls get small frames, so that every channel has a few loops to
+    /// pipeline ([`LOOPS_PER_CHANNEL`]):
+    ///
+    /// | `count / (nranks x channels x LOOPS_PER_CHANNEL)`, rounded up to a multiple of 64 | frame |
+    /// |----------------------------------------------------|----------------------------------|
+    /// | below the floor: a 64th of the largest frame (all of it over NET, whose proxies pay per frame) | the floor (at least 64) |
+    /// | up to the largest frame ([`Communicator::max_frame_elems`]) | that                  |
+    /// | above                                               | the largest frame                |
+    ///
+    /// It depends only on the arguments and the configuration, so every rank computes the same.
+    pub fn frame_elems(&self, dtype: DType, count: usize) -> usize {
+        let max = self.max_frame_elems(dtype);
+        // NET's proxies pay per frame: on 2 H200s, 1 MiB of send/recv in about 130 frames of
+        // 8 KiB ran at 1.15 GB/s against 7.7 GB/s in 3 whole-slot frames (all_reduce gained
+        // from small frames, 0.75 against 0.28 GB/s; BENCHMARKS.md), so NET keeps whole slots
+        let fraction = if self.links.kind() == TransportKind::Net { 1 } else { 64 };
+        let floor = (max / fraction / 64 * 64).clamp(64.min(max), max);
+        let loops = self.nranks * self.config.channels * LOOPS_PER_CHANNEL;
+        let share = count.div_ceil(loops).next_multiple_of(64);
+        share.clamp(floor, max)
+    }
+
+    /// The link model Auto decides with: the link's preset, capped at the NET rate limit if one
+    /// is set, and on a GPU with the coding rate of this communicator's channels (one warp codes
+    /// each: [`TransportModel::with_coders`]). The simulator keeps the presets' rates, so that
+    /// Auto's codecs run there.
     fn link_model(&self) -> TransportModel {
-        match self.links.kind() {
+        let kind = self.links.kind();
+        let link = match kind {
             TransportKind::P2p => NVLINK,
-            // the simulator's in-process FIFOs stand in for a network, so Auto's codecs run
+            // the simulator's in-process FIFOs stand in for a network
             _ => NET,
+        };
+        let link = match (kind, self.config.net.rate_limit_bytes_per_s) {
+            (TransportKind::Net, Some(rate)) => link.with_bandwidth_cap(rate as f32),
+            _ => link,
+        };
+        match self.backend {
+            Backend::Sim | Backend::Sim64 => link,
+            _ => link.with_coders(self.config.channels as u32),
         }
     }
 
-    /// The codec a call sends with (`Raw`: compression off), for `n` input elements at `src`.
+    /// The codec a call sends with (`Raw`: compression off), for `n` input elements at `src`
+    /// cut into frames of `fe`.
     /// Auto decides from the size alone where it can ([`Arbiter::gate`]); otherwise it samples
     /// the input, which on a GPU is copied on the stream after the calls enqueued before and
     /// waited for (so the input holds what they wrote).
-    fn codec_for(&self, opts: Options, dtype: DType, src: *const u8, n: usize) -> Result<CodecId> {
+    fn codec_for(&self, opts: Options, dtype: DType, src: *const u8, n: usize, fe: usize) -> Result<CodecId> {
         match opts.compression.unwrap_or(self.config.compression) {
             Compression::Off => Ok(CodecId::Raw),
             Compression::Lossless(Lossless::Force(c)) => Ok(c),
             Compression::Lossless(Lossless::Auto) => {
                 let arbiter = Arbiter::new(self.link_model());
-                let fe = self.frame_elems(dtype);
                 // the gates decide from the size alone (RAW on NVLink): no sample to fetch
                 if let Some(gated) = dispatch_dtype!(dtype, |T| arbiter.gate::<T>(n, fe, u64::MAX)) {
                     return Ok(gated.choice.map_or(CodecId::Raw, |c| c.codec));
@@ -461,15 +501,15 @@ impl Communicator {
             coll_name(coll),
             dtype,
             op,
-            || self.codec_for(opts, dtype, src, n),
-            |fabric, frame_elems| {
+            || self.codec_for(opts, dtype, src, n, self.frame_elems(dtype, count)),
+            |fabric| {
                 let args = CollArgs {
                     coll,
                     root,
                     src,
                     dst,
                     count: count as u64,
-                    frame_elems,
+                    frame_elems: self.frame_elems(dtype, count) as u64,
                 };
                 Plan::collective(fabric, args)
             },
@@ -485,13 +525,13 @@ impl Communicator {
         dtype: DType,
         op: ReduceOp,
         codec: impl FnOnce() -> Result<CodecId>,
-        plan: impl FnOnce(&Fabric, u64) -> Plan,
+        plan: impl FnOnce(&Fabric) -> Plan,
     ) -> Result<()> {
         let mut calls = self.links.calls();
         let found = calls.check(Wait::No);
         self.report(found)?;
         let codec = codec()?;
-        let mut plan = plan(self.links.fabric(), self.frame_elems(dtype) as u64);
+        let mut plan = plan(self.links.fabric());
         plan.set_codec(codec);
         let launched = self
             .links
@@ -583,10 +623,13 @@ impl<'a> Group<'a> {
                 dtype,
                 ReduceOp::Sum,
                 || match first_send {
-                    Some(o) => comm.codec_for(opts, dtype, o.buf, o.count as usize),
+                    Some(o) => {
+                        let fe = comm.frame_elems(dtype, o.count as usize);
+                        comm.codec_for(opts, dtype, o.buf, o.count as usize, fe)
+                    }
                     None => Ok(CodecId::Raw),
                 },
-                |fabric, frame_elems| Plan::group(fabric, &ops, frame_elems),
+                |fabric| Plan::group(fabric, &ops, |count| comm.frame_elems(dtype, count as usize) as u64),
             )?;
         }
         Ok(())

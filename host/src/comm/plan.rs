@@ -96,7 +96,9 @@ impl Plan {
 
     /// A group of sends and receives: per direction and peer, one warp per part runs that
     /// peer's ops in call order (a send and a receive, or two peers, never wait on each other).
-    pub fn group(f: &Fabric, ops: &[P2pOp], frame_elems: u64) -> Plan {
+    /// An op of `count` elements moves frames of `frame_elems(count)` (a function of the count
+    /// alone, so a send and its receive agree).
+    pub fn group(f: &Fabric, ops: &[P2pOp], frame_elems: impl Fn(u64) -> u64) -> Plan {
         let mut plan = Plan::new();
         let mut keys: Vec<(bool, usize)> = ops.iter().map(|o| (o.send, o.peer)).collect();
         keys.sort_unstable();
@@ -113,7 +115,7 @@ impl Plan {
                         src: op.buf,
                         dst: op.buf,
                         count: op.count,
-                        frame_elems,
+                        frame_elems: frame_elems(op.count),
                     };
                     plan.works.push(Self::work(f, &a, p, channel));
                 }

@@ -32,9 +32,10 @@
 //!
 //! RAW steps take a fast path ([`raw`]): when the frame sent (if any) is RAW, the frame
 //! received (if any) is exactly a RAW frame of the chunk, and `src` / `dst` are 16-byte aligned,
-//! the step checks the received payload's checksum in one vectorized pass and then computes,
-//! copies and sends the value in a second one, writing the frame itself (byte-identical to the
-//! codec's RAW frame): no staging buffer, no scalar passes. Anything else (coded frames, odd
+//! the step computes, copies and sends the value in one vectorized pass that also checks the
+//! received payload's checksum (a step that combines into `dst` checks in a pass of its own
+//! first), writing the frame itself (byte-identical to the codec's RAW frame) and publishing
+//! nothing of a rejected one: no staging buffer, no scalar passes. Anything else (coded frames, odd
 //! alignment, a frame that is not what the step expects) takes the general path above.
 //!
 //! One warp per channel: the frame codec is warp-cooperative (all lanes of a warp encode or
@@ -248,21 +249,28 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
         if (SEND && !E::sends_raw(self.codec)) || (local && !raw::aligned(src)) || (COPY && !raw::aligned(dst)) {
             return None;
         }
-        let mut received = core::ptr::null();
+        // (payload, its stored checksum, the receive step)
+        let mut received = (core::ptr::null(), 0u32, 0u64);
         if let (true, Some(recv)) = (RECV, self.recv.as_ref()) {
             let step = recv.step();
             let frame = match recv.wait_frame(w) {
                 Ok(frame) => frame,
                 Err(e) => return Some(Err(e)),
             };
-            received = match raw::check_received::<W, T>(w, frame, n) {
+            let (payload, stored) = match raw::classify::<T>(frame, n) {
                 raw::Received::General => return None,
-                raw::Received::Corrupt { stored, computed } => {
-                    return Some(Err(raw::checksum_failure(step, stored, computed)))
-                }
-                // every lane: the received payload matches its checksum
-                raw::Received::Payload(payload) => payload,
+                raw::Received::Raw { payload, stored } => (payload, stored),
             };
+            // a step that combines into `dst` checks the payload first, so that nothing of a
+            // rejected frame is ever combined into the caller's buffer
+            if REDUCE && COPY {
+                // SAFETY: the frame holds `n` aligned elements of payload (`classify`).
+                let computed = unsafe { raw::recv_checksum::<W, T>(w, payload, n) };
+                if computed != stored {
+                    return Some(Err(raw::checksum_failure(step, stored, computed)));
+                }
+            }
+            received = (payload, stored, step);
         }
         let mut slot = core::ptr::null_mut();
         if let (true, Some(send)) = (SEND, self.send.as_ref()) {
@@ -272,16 +280,20 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
             }
         }
         let step = raw::RawStep {
-            recv: received,
+            recv: received.0,
             src,
             dst,
             send: slot,
             n,
         };
-        // SAFETY: the payload was checked above; `src`, `dst` are valid as `run`'s caller
-        // promised and aligned (checked); the slot holds a frame of `frame_elems >= n`
-        // elements (checked in `new`).
-        unsafe { raw::combine_send::<W, T, O, RECV, REDUCE, SEND, COPY>(w, self.op, &step) };
+        // SAFETY: the payload holds `n` aligned elements (`classify`); `src`, `dst` are valid
+        // as `run`'s caller promised and aligned (checked); the slot holds a frame of
+        // `frame_elems >= n` elements (checked in `new`).
+        let sums = unsafe { raw::combine_send::<W, T, O, RECV, REDUCE, SEND, COPY>(w, self.op, &step) };
+        // every lane: the received payload's checksum; a mismatch publishes nothing
+        if RECV && sums.received != received.1 {
+            return Some(Err(raw::checksum_failure(received.2, received.1, sums.received)));
+        }
         // `release` and `post` sync the warp before they publish
         if let (true, Some(recv)) = (RECV, self.recv.as_mut()) {
             recv.release(w);

@@ -1,19 +1,22 @@
 //! The RAW fast path of a step: when the frame received (if any) and the frame sent (if any)
-//! are both RAW, the step needs no codec, and it runs as at most two vectorized passes instead
-//! of decode, combine and encode over scalar words:
+//! are both RAW, the step needs no codec, and it runs as one vectorized pass (two for a step
+//! that combines into `dst`) instead of decode, combine and encode over scalar words:
 //!
-//! | pass        | reads                          | writes                                        |
-//! |-------------|--------------------------------|-----------------------------------------------|
-//! | 1 (`RECV`)  | the received payload           | nothing: its checksum, compared with the header's before anything is written |
-//! | 2           | the received payload, `src`    | `dst` (`COPY`), the sent payload (`SEND`) and its checksum |
-//! | header      |                                | lane 0: the sent frame's header               |
+//! | pass                       | reads                       | writes                                        |
+//! |----------------------------|-----------------------------|-----------------------------------------------|
+//! | check (`REDUCE` and `COPY`) | the received payload       | nothing: its checksum, compared with the header's before `dst` is touched |
+//! | main                       | the received payload, `src` | `dst` (`COPY`), the sent payload (`SEND`); both checksums |
+//! | header                     |                             | lane 0: the sent frame's header               |
 //!
-//! Lane `l` moves 16-byte vectors `l, l + WIDTH, ..`, [`UNROLL`] of them loaded before any is
-//! used, so a warp keeps `UNROLL x WIDTH x 16` bytes of loads in flight; the last `bytes % 16`
-//! bytes (at most 4 words) go word by word, element by element. The frames written are
-//! byte-identical to [`zipcoll_device::codec::encode_raw_frame`]'s, and a received frame that
-//! is not exactly a RAW frame of the step's `n` elements is left to the general path (which
-//! decodes it or reports why not).
+//! A received payload that does not match its checksum is an error before anything is
+//! published: the frame written to the send slot is not posted, and `dst` holds at most a copy
+//! of the rejected data (steps that combine into `dst` check first), as the general path's
+//! contract allows. Lane `l` moves 16-byte vectors `l, l + WIDTH, ..`, [`UNROLL`] of them
+//! loaded before any is used, so a warp keeps `UNROLL x WIDTH x 16` bytes of loads in flight;
+//! the last `bytes % 16` bytes (at most 4 words) go word by word, element by element. The frames
+//! written are byte-identical to [`zipcoll_device::codec::encode_raw_frame`]'s, and a received
+//! frame that is not exactly a RAW frame of the step's `n` elements is left to the general path
+//! (which decodes it or reports why not).
 //!
 //! Eligible when `src` (if read) and `dst` (if written) are 16-byte aligned; slots are
 //! ([`crate::conn::SLOT_ALIGN`]), and payloads start 32 bytes into them.
@@ -26,8 +29,33 @@ use zipcoll_device::frame::{checksum_term, FrameError, FrameHeader, HEADER_BYTES
 use zipcoll_device::reduce::RedOp;
 use zipcoll_targets::{Warp, Word};
 
-/// Vectors each lane loads before it uses any of them.
+/// Vectors each lane loads before it uses any of them (the copies [`unrolled!`] makes).
 pub const UNROLL: usize = 4;
+
+/// Runs `$body` [`UNROLL`] times with `$u` a constant `0, 1, ..`: arrays indexed by `$u` stay
+/// in registers whatever the compiler's unrolling heuristics decide (a loop over `0..UNROLL`
+/// that LLVM left rolled kept them in local memory).
+macro_rules! unrolled {
+    ($u:ident => $body:block) => {{
+        const _: () = assert!(UNROLL == 4, "unrolled! makes exactly UNROLL copies");
+        {
+            const $u: usize = 0;
+            $body
+        }
+        {
+            const $u: usize = 1;
+            $body
+        }
+        {
+            const $u: usize = 2;
+            $body
+        }
+        {
+            const $u: usize = 3;
+            $body
+        }
+    }};
+}
 /// Bytes of one vector.
 pub const VECTOR_BYTES: usize = 16;
 
@@ -59,26 +87,24 @@ pub fn raw_frame_checksum<T: Elem>(frame: &[u8], n: usize) -> Option<u32> {
     exact.then_some(h.raw_checksum)
 }
 
-/// What a received frame is to the fast path ([`check_received`]).
+/// What a received frame is to the fast path ([`classify`]).
 pub enum Received<B> {
     /// Not exactly a RAW frame of the step's elements: the general path decodes it (or says
     /// why not).
     General,
-    /// A RAW frame whose payload (at the pointer, 16-byte aligned) matches its checksum.
-    Payload(*const B),
-    /// A RAW frame whose payload does not match its checksum.
-    Corrupt {
-        /// The header's checksum.
+    /// A RAW frame of the step's elements, not yet checked against its checksum.
+    Raw {
+        /// Its payload, 16-byte aligned.
+        payload: *const B,
+        /// The header's checksum of the payload.
         stored: u32,
-        /// The payload's.
-        computed: u32,
     },
 }
 
-/// Classifies a received `frame` for a step of `n` elements, checking a RAW payload against its
-/// checksum (pass 1). Out of line: one copy per (warp, dtype), shared by every step.
+/// Classifies a received `frame` for a step of `n` elements. Out of line: one copy per dtype,
+/// shared by every step.
 #[inline(never)]
-pub fn check_received<W: Warp, T: Elem>(w: W, frame: &[u8], n: usize) -> Received<T::Bits> {
+pub fn classify<T: Elem>(frame: &[u8], n: usize) -> Received<T::Bits> {
     let Some(stored) = raw_frame_checksum::<T>(frame, n) else {
         return Received::General;
     };
@@ -86,13 +112,16 @@ pub fn check_received<W: Warp, T: Elem>(w: W, frame: &[u8], n: usize) -> Receive
     if !aligned(payload) {
         return Received::General;
     }
-    // SAFETY: the frame holds `n` elements of payload (`raw_frame_checksum`), aligned.
-    let computed = unsafe { recv_checksum::<W, T>(w, payload, n) };
-    if computed == stored {
-        Received::Payload(payload)
-    } else {
-        Received::Corrupt { stored, computed }
-    }
+    Received::Raw { payload, stored }
+}
+
+/// What [`combine_send`] wrote and read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawSums {
+    /// Bytes of the frame written to the send slot (header and payload).
+    pub frame_bytes: usize,
+    /// The checksum of the received payload (`RECV`; the checksum of nothing otherwise).
+    pub received: u32,
 }
 
 /// The addresses one RAW step reads and writes (null where a flag leaves a side out).
@@ -109,11 +138,11 @@ pub struct RawStep<T: Elem> {
     pub n: usize,
 }
 
-/// Pass 1: the checksum of the `n` received elements at `recv` (every lane gets it).
+/// The check pass: the checksum of the `n` received elements at `recv` (every lane gets it).
 ///
 /// # Safety
 /// `recv` is 16-byte aligned and valid for reads of `n` elements.
-#[inline(always)]
+#[inline(never)]
 pub unsafe fn recv_checksum<W: Warp, T: Elem>(w: W, recv: *const T::Bits, n: usize) -> u32 {
     let bytes = n * T::DTYPE.size_bytes();
     let nvec = bytes / VECTOR_BYTES;
@@ -123,19 +152,19 @@ pub unsafe fn recv_checksum<W: Warp, T: Elem>(w: W, recv: *const T::Bits, n: usi
     let stride = W::WIDTH as usize;
     while v < nvec {
         let mut loaded = [Vector::default(); UNROLL];
-        for (u, slot) in loaded.iter_mut().enumerate() {
-            let i = v + u * stride;
+        unrolled!(U => {
+            let i = v + U * stride;
             if i < nvec {
                 // SAFETY: `i < nvec`: a whole vector inside the payload (the caller's contract).
-                *slot = unsafe { vectors.add(i).read() };
+                loaded[U] = unsafe { vectors.add(i).read() };
             }
-        }
-        for (u, vec) in loaded.iter().enumerate() {
-            let i = v + u * stride;
+        });
+        unrolled!(U => {
+            let i = v + U * stride;
             if i < nvec {
-                acc = acc.wrapping_add(vector_terms(vec, i));
+                acc = acc.wrapping_add(vector_terms(&loaded[U], i));
             }
-        }
+        });
         v += UNROLL * stride;
     }
     // lane l: the terms of its vectors; the tail words (at most 4) go to lanes 0..4
@@ -148,10 +177,11 @@ pub unsafe fn recv_checksum<W: Warp, T: Elem>(w: W, recv: *const T::Bits, n: usi
     warp_sum_u32(w, acc).wrapping_add(bytes as u32)
 }
 
-/// Pass 2 and the header: computes each element's value (`combine(received, pre(src))`,
-/// `received`, or `pre(src)`, by the flags), writes it to `dst` (`COPY`) and to the send slot's
-/// payload (`SEND`), then lane 0 writes the sent frame's header. Returns the frame's bytes.
-/// Ends without a warp sync: the caller's `post` (or the next step) orders the lanes.
+/// The main pass and the header: computes each element's value (`combine(received,
+/// pre(src))`, `received`, or `pre(src)`, by the flags), writes it to `dst` (`COPY`) and to the
+/// send slot's payload (`SEND`), then lane 0 writes the sent frame's header. Returns the
+/// frame's bytes and the received payload's checksum (every lane gets them). Ends without a
+/// warp sync: the caller's `post` (or the next step) orders the lanes.
 ///
 /// # Safety
 /// The pointers of `s` are valid as [`RawStep`] says for the flags; `dst` equals `src` or does
@@ -169,7 +199,7 @@ pub unsafe fn combine_send<
     w: W,
     op: O,
     s: &RawStep<T>,
-) -> usize {
+) -> RawSums {
     let local = REDUCE || !RECV;
     let value = |received: T::Bits, mine: T::Bits| {
         if REDUCE {
@@ -185,32 +215,36 @@ pub unsafe fn combine_send<
     let (recv, src) = (s.recv.cast::<Vector>(), s.src.cast::<Vector>());
     let dst = s.dst.cast::<Vector>();
     let out = s.send.wrapping_add(HEADER_BYTES).cast::<Vector>();
-    let mut acc = 0u32;
+    let (mut acc, mut got_acc) = (0u32, 0u32);
     let mut v = w.lane_id() as usize;
     let stride = W::WIDTH as usize;
     while v < nvec {
         let mut got = [Vector::default(); UNROLL];
         let mut mine = [Vector::default(); UNROLL];
-        for u in 0..UNROLL {
-            let i = v + u * stride;
+        unrolled!(U => {
+            let i = v + U * stride;
             if i < nvec {
                 // SAFETY: `i < nvec`: whole vectors inside the payload and `src` (contract).
                 unsafe {
                     if RECV {
-                        got[u] = recv.add(i).read();
+                        got[U] = recv.add(i).read();
                     }
                     if local {
-                        mine[u] = src.add(i).read();
+                        mine[U] = src.add(i).read();
                     }
                 }
             }
-        }
-        for u in 0..UNROLL {
-            let i = v + u * stride;
+        });
+        unrolled!(U => {
+            let i = v + U * stride;
             if i < nvec {
-                let x = Vector(core::array::from_fn(|k| {
-                    map_word::<T>(got[u].0[k], mine[u].0[k], value)
-                }));
+                let (g, m) = (got[U].0, mine[U].0);
+                let x = Vector([
+                    map_word::<T>(g[0], m[0], value),
+                    map_word::<T>(g[1], m[1], value),
+                    map_word::<T>(g[2], m[2], value),
+                    map_word::<T>(g[3], m[3], value),
+                ]);
                 // SAFETY: `i < nvec`: inside `dst` and the slot's payload (contract); `src[i]`
                 // was read above, before this write.
                 unsafe {
@@ -222,8 +256,11 @@ pub unsafe fn combine_send<
                     }
                 }
                 acc = acc.wrapping_add(vector_terms(&x, i));
+                if RECV {
+                    got_acc = got_acc.wrapping_add(vector_terms(&got[U], i));
+                }
             }
-        }
+        });
         v += UNROLL * stride;
     }
     // lanes 0..4: the tail words, element by element
@@ -231,11 +268,12 @@ pub unsafe fn combine_send<
     if word * 4 < bytes {
         let per = 4 / T::DTYPE.size_bytes();
         let first = word * per;
-        let mut bits = 0u32;
+        let (mut bits, mut got_bits) = (0u32, 0u32);
         for (k, e) in (first..(first + per).min(s.n)).enumerate() {
             // SAFETY: `e < n`: inside every buffer of the step.
             unsafe {
                 let got = if RECV { s.recv.add(e).read() } else { T::Bits::default() };
+                got_bits |= (got.to_bits64() as u32) << (8 * T::DTYPE.size_bytes() * k);
                 let mine = if local { s.src.add(e).read() } else { T::Bits::default() };
                 let x = value(got, mine);
                 if COPY {
@@ -248,8 +286,10 @@ pub unsafe fn combine_send<
             }
         }
         acc = acc.wrapping_add(checksum_term(bits, word as u32));
+        got_acc = got_acc.wrapping_add(checksum_term(got_bits, word as u32));
     }
     let checksum = warp_sum_u32(w, acc).wrapping_add(bytes as u32);
+    let received = warp_sum_u32(w, got_acc).wrapping_add(bytes as u32);
     if SEND && w.lane_id() == 0 {
         let h = FrameHeader::new(CodecId::Raw, T::DTYPE, 0, 0, bytes as u32, bytes as u32, checksum);
         let header = h.to_bytes();
@@ -261,7 +301,10 @@ pub unsafe fn combine_send<
             unsafe { s.send.cast::<Vector>().add(k).write(v) };
         }
     }
-    HEADER_BYTES + bytes
+    RawSums {
+        frame_bytes: HEADER_BYTES + bytes,
+        received,
+    }
 }
 
 /// The typed error of a received RAW frame whose data do not match its checksum.
