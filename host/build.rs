@@ -1,17 +1,38 @@
-//! Builds zipcoll's GPU module for every architecture (when the GPU toolchain of
-//! `scripts/setup.sh` is installed) and embeds the results: `src/embedded.rs` reads the paths
-//! from `ZIPCOLL_ARTIFACT_<ARCH>` under `cfg(zipcoll_<arch>)`, one per architecture built.
+//! Builds zipcoll's GPU module for the architectures it will run on and embeds the results:
+//! `src/embedded.rs` reads the paths from `ZIPCOLL_ARTIFACT_<ARCH>` (and, for an ahead-of-time
+//! cubin, `ZIPCOLL_CUBIN_<ARCH>`) under `cfg(zipcoll_<arch>)`, one per architecture built.
 //!
-//! `ZIPCOLL_GPU_ARCHS=sm_90,gfx942` builds only the architectures named.
+//! | variable                    | effect                                                       |
+//! |-----------------------------|--------------------------------------------------------------|
+//! | unset `ZIPCOLL_GPU_ARCHS`   | the architectures of this machine's GPUs; none without a GPU  |
+//! | `ZIPCOLL_GPU_ARCHS=sm_90,gfx942` | those (`all`: every one; `none`: the simulator only)    |
+//! | `ZIPCOLL_GPU_CUBIN=1`       | also compile each NVIDIA module with ptxas and embed the cubin (no driver JIT at the first launch) |
+//! | `ZIPCOLL_TOOLCHAIN`         | where `scripts/setup.sh` installed the GPU toolchain          |
 //!
-//! Without the toolchain the host still builds (the simulator needs no GPU code) and CUDA/HIP
-//! launches return `Error::KernelsNotBuilt`, naming `bash scripts/setup.sh`.
+//! Without GPU code the host still builds (the simulator needs none) and CUDA/HIP launches
+//! return `Error::KernelsNotBuilt`. Architectures named in `ZIPCOLL_GPU_ARCHS` without the
+//! toolchain installed are a build error; detected ones are a warning.
 
-use zipcoll_gpu_build::{build, repo_root, BuildError, GpuArch, Toolchain};
+use zipcoll_gpu_build::{build, repo_root, selection, BuildError, GpuArch, Reason, Toolchain};
+
+const CUBIN_ENV: &str = "ZIPCOLL_GPU_CUBIN";
 
 fn main() {
     for arch in GpuArch::ALL {
         println!("cargo::rustc-check-cfg=cfg(zipcoll_{})", arch.cpu());
+        println!("cargo::rustc-check-cfg=cfg(zipcoll_cubin_{})", arch.cpu());
+    }
+    for var in [
+        "ZIPCOLL_TOOLCHAIN",
+        "ZIPCOLL_KERNEL_FILTER",
+        "ZIPCOLL_GPU_ARCHS",
+        CUBIN_ENV,
+    ] {
+        println!("cargo::rerun-if-env-changed={var}");
+    }
+    let selection = selection().unwrap_or_else(|e| panic!("{e}"));
+    if selection.archs.is_empty() {
+        return;
     }
     let repo = repo_root();
     for dir in [
@@ -24,36 +45,26 @@ fn main() {
     ] {
         println!("cargo::rerun-if-changed={}", repo.join(dir).display());
     }
-    println!("cargo::rerun-if-env-changed=ZIPCOLL_TOOLCHAIN");
-    println!("cargo::rerun-if-env-changed=ZIPCOLL_KERNEL_FILTER");
-    println!("cargo::rerun-if-env-changed=ZIPCOLL_GPU_ARCHS");
-    // a comma-separated subset of the architectures (e.g. `sm_90` for a quick build for one
-    // machine); all of them by default
-    let wanted = std::env::var("ZIPCOLL_GPU_ARCHS").ok();
-    let wanted = |a: GpuArch| {
-        wanted
-            .as_deref()
-            .is_none_or(|w| w.split(',').any(|c| c.trim() == a.cpu()))
-    };
     let tc = match Toolchain::find() {
         Ok(tc) => tc,
-        Err(e @ BuildError::ToolchainMissing { .. }) => {
-            println!("cargo::warning=GPU kernels not embedded: {e}");
+        Err(e @ BuildError::ToolchainMissing { .. }) if selection.reason == Reason::Detected => {
+            println!("cargo::warning=GPU kernels not embedded for this machine's GPUs: {e}");
             return;
         }
         Err(e) => panic!("{e}"),
     };
-    for arch in GpuArch::ALL.into_iter().filter(|&a| wanted(a)) {
-        match build(&tc, arch) {
-            Ok(path) => {
-                println!(
-                    "cargo::rustc-env=ZIPCOLL_ARTIFACT_{}={}",
-                    arch.cpu().to_uppercase(),
-                    path.display()
-                );
-                println!("cargo::rustc-cfg=zipcoll_{}", arch.cpu());
-            }
-            Err(e) => panic!("building the GPU kernels for {}: {e}", arch.cpu()),
+    let cubin = std::env::var(CUBIN_ENV).is_ok_and(|v| v == "1");
+    for arch in selection.archs {
+        let path = build(&tc, arch).unwrap_or_else(|e| panic!("building the GPU kernels for {}: {e}", arch.cpu()));
+        let name = arch.cpu().to_uppercase();
+        println!("cargo::rustc-env=ZIPCOLL_ARTIFACT_{name}={}", path.display());
+        println!("cargo::rustc-cfg=zipcoll_{}", arch.cpu());
+        if cubin && arch.is_nvidia() {
+            let bin = tc
+                .cubin(&path, arch.cpu())
+                .unwrap_or_else(|e| panic!("compiling the {} module ahead of time: {e}", arch.cpu()));
+            println!("cargo::rustc-env=ZIPCOLL_CUBIN_{name}={}", bin.display());
+            println!("cargo::rustc-cfg=zipcoll_cubin_{}", arch.cpu());
         }
     }
 }

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds, on the build machine, the binaries that scripts/gpu-run.sh runs on the GPU machine
 # (kernels embedded; needs `bash scripts/setup.sh` first) and packs them, stripped, into
-# .gpu/bin.tgz.
+# .gpu/bin.tgz. The build machine has no GPU, so the architecture is named: sm_90 (H100, H200)
+# unless ZIPCOLL_GPU_ARCHS says otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export ZIPCOLL_GPU_ARCHS=${ZIPCOLL_GPU_ARCHS:-sm_90}
 cargo build --release --locked --example reduce_copy --example all_reduce --bin zipcoll-bench --bin zipcoll --bin zipcoll-comm
 rm -rf .gpu && mkdir -p .gpu/bin
 T=${CARGO_TARGET_DIR:-target}

@@ -1,9 +1,40 @@
 #!/usr/bin/env bash
-# zipcoll's test suite, as CI runs it: installs the GPU toolchain if missing (so the
-# ptxas-validated PTX and AMD snapshot tests run), then formatting, lints and every test.
+# zipcoll's test suite, as CI runs it: installs the GPU toolchain if missing, checks formatting,
+# then runs two jobs side by side (each mostly one core):
+#
+# | job      | what                                                                          |
+# |----------|-------------------------------------------------------------------------------|
+# | gpu code | zipcoll-tests' gpu_code: the kernel crate built for sm_90, sm_80, gfx942 and   |
+# |          | gfx950, validated by ptxas and llvm-readelf, under snapshots (own target dir)  |
+# | host     | clippy over the workspace, then every other test (device code on the simulator) |
+#
+# Exits non-zero if either fails; prints the GPU-code job's log after the host job.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+t0=$(date +%s)
+phase() { echo "=== [test $(($(date +%s) - t0))s] $*"; }
+phase "setup"
 bash scripts/setup.sh
+phase "fmt"
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets --locked -- -D warnings
-cargo test --workspace --locked
+mkdir -p target
+log=target/gpu-code-tests.log
+phase "gpu code tests (background, log in $log)"
+(
+  CARGO_TARGET_DIR=target/gpu-tests cargo test --locked -p zipcoll-tests --test gpu_code >"$log" 2>&1
+) &
+gpu=$!
+host=0
+phase "clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings || host=$?
+if [ "$host" = 0 ]; then
+  phase "host tests"
+  cargo test --workspace --locked --exclude zipcoll-tests || host=$?
+  cargo test --locked -p zipcoll-tests --lib --test sim_warp || host=$?
+fi
+phase "waiting for the gpu code tests"
+gpu_rc=0
+wait "$gpu" || gpu_rc=$?
+cat "$log"
+phase "done: host tests exit $host, gpu code tests exit $gpu_rc"
+[ "$host" = 0 ] && [ "$gpu_rc" = 0 ]

@@ -21,3 +21,8 @@
 //! ```
 
 pub use zipcoll_host::*;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExamples;

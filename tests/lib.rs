@@ -1,144 +1,71 @@
-//! Helpers for the cross-crate tests in `tests/tests/`: normalizing generated GPU code so its
-//! snapshots change only when the code does.
+//! Helpers for the cross-crate tests in `tests/tests/`: reducing generated GPU code to what its
+//! users rely on (entry prototypes, resources per kernel), so its snapshots change when that
+//! does and not with every line of a function body.
 //!
 //! | function                 | input                       | output                                   |
 //! |--------------------------|-----------------------------|------------------------------------------|
-//! | [`ptx_entries`]          | a PTX module                | (entry name, normalized body) per `.entry`; the rest with one size line per `.func` |
+//! | [`ptx_interface`]        | a PTX module                | its header directives and one prototype per `.entry` |
 //! | [`ptxas_resources`]      | `ptxas --verbose` output    | one line per entry: registers, spills, smem |
 //! | [`amd_kernel_summary`]   | `llvm-readelf --notes`      | target + one line per kernel's resources |
 
-/// Drops what churns without a code change: comments, `.loc`/`.file` lines, blank lines,
-/// trailing whitespace, and the hashes that depend on the checkout's path (crate hashes inside
-/// mangled Rust symbols, the hash in the names of anonymous constants).
-pub fn normalize_ptx_line(line: &str) -> Option<String> {
-    let code = line.split("//").next().unwrap_or("").trim_end();
-    let t = code.trim_start();
-    if t.is_empty() || t.starts_with(".loc") || t.starts_with(".file") {
-        None
-    } else {
-        Some(strip_anon_hashes(&strip_crate_hashes(code)))
-    }
-}
-
-/// Replaces the hash in LLVM's names of anonymous constants: `anon_$_<32 hex>_$_7` becomes
-/// `anon_$_H_$_7`.
-pub fn strip_anon_hashes(code: &str) -> String {
-    const OPEN: &str = "anon_$_";
-    let mut out = String::with_capacity(code.len());
-    let mut rest = code;
-    while let Some(at) = rest.find(OPEN) {
-        out.push_str(&rest[..at + OPEN.len()]);
-        rest = &rest[at + OPEN.len()..];
-        let hex = rest.bytes().take_while(u8::is_ascii_hexdigit).count();
-        if hex > 0 && rest[hex..].starts_with("_$_") {
-            out.push('H');
-            rest = &rest[hex..];
+/// A PTX module's interface: its header directives (`.version`, `.target`, `.address_size`)
+/// and one line per kernel entry, its prototype (`.visible .entry NAME(.param .u64 NAME_param_0,
+/// ...)`) with comments and line breaks folded, in module order; what the host links against,
+/// without the bodies, which change with every code change.
+pub fn ptx_interface(ptx: &str) -> PtxInterface {
+    let mut out = PtxInterface::default();
+    // the prototype being read, up to its body's `{`
+    let mut entry: Option<String> = None;
+    for line in ptx.lines() {
+        let t = line.split("//").next().unwrap_or("").trim();
+        if t.is_empty() {
+            continue;
         }
-    }
-    out.push_str(rest);
-    out
-}
-
-/// Removes the crate disambiguators of v0-mangled symbols: `Cs<base62>_<len><name>` becomes
-/// `Cs_<len><name>`.
-pub fn strip_crate_hashes(code: &str) -> String {
-    let mut out = String::with_capacity(code.len());
-    let mut rest = code;
-    while let Some(at) = rest.find("Cs") {
-        out.push_str(&rest[..at + 2]);
-        rest = &rest[at + 2..];
-        let hash_len = rest.bytes().take_while(u8::is_ascii_alphanumeric).count();
-        let tail = &rest[hash_len..];
-        if hash_len > 0 && tail.starts_with('_') && tail[1..].starts_with(|c: char| c.is_ascii_digit()) {
-            rest = tail;
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-/// Splits a PTX module into its entry points: (name, normalized text from `.entry` to the
-/// closing brace, branch labels renumbered from 0 in order of appearance), and the rest of
-/// the module: its header and globals, normalized, and one line per `.func` (`.func NAME: N
-/// lines`), so helper functions are tracked by size without putting every line of them in a
-/// snapshot.
-pub fn ptx_entries(ptx: &str) -> (Vec<(String, String)>, String) {
-    let mut entries = Vec::new();
-    let mut rest = String::new();
-    // (entry or function, name, body, whether its `{` was seen) of the block being read
-    let mut current: Option<(bool, String, String, bool)> = None;
-    for line in ptx.lines().filter_map(normalize_ptx_line) {
-        let line = line.as_str();
-        if current.is_none() {
-            if let Some(pos) = line.find(".entry ") {
-                let name = line[pos + 7..].split(['(', ' ']).next().unwrap_or("").to_string();
-                current = Some((true, name, String::new(), false));
-            } else if let Some(pos) = line.find(".func ").filter(|_| !line.trim_end().ends_with(';')) {
-                current = Some((false, func_name(&line[pos + 6..]), String::new(), false));
-            }
-        }
-        match current.as_mut() {
-            Some((entry, name, body, opened)) => {
-                body.push_str(line);
-                body.push('\n');
-                *opened |= line == "{";
-                if !*opened && line.trim_end().ends_with(';') {
-                    // a prototype (declaration) spread over lines: it stays in the rest
-                    rest.push_str(body);
-                    current = None;
-                } else if line == "}" {
-                    if *entry {
-                        entries.push((std::mem::take(name), renumber_labels(body)));
-                    } else {
-                        rest.push_str(&format!(".func {name}: {} lines\n", body.lines().count()));
-                    }
-                    current = None;
+        if let Some(proto) = entry.as_mut() {
+            if t == "{" {
+                out.entries.push(std::mem::take(proto));
+                entry = None;
+            } else {
+                if !proto.ends_with('(') && !t.starts_with(')') {
+                    proto.push(' ');
                 }
+                proto.push_str(t);
             }
-            None => {
-                rest.push_str(line);
-                rest.push('\n');
-            }
+        } else if t.starts_with(".visible .entry ") || t.starts_with(".entry ") {
+            entry = Some(t.to_string());
+        } else if [".version ", ".target ", ".address_size "]
+            .iter()
+            .any(|d| t.starts_with(d))
+        {
+            out.header.push(t.to_string());
         }
     }
-    (entries, rest)
-}
-
-/// The name in a `.func` header after the keyword: past an optional `(return params)` group,
-/// up to the parameter list.
-fn func_name(header: &str) -> String {
-    let h = header.trim_start();
-    let h = match h.strip_prefix('(') {
-        Some(inner) => inner.split_once(')').map_or("", |(_, after)| after).trim_start(),
-        None => h,
-    };
-    h.split(['(', ' ']).next().unwrap_or("").to_string()
-}
-
-/// Renumbers LLVM's branch labels `$L__BB<function>_<block>` as `$L__BB<k>_<block>`, `k`
-/// counting the distinct function numbers from 0 in order of appearance: the function number
-/// counts every function compiled before, so it changes when unrelated code does.
-pub fn renumber_labels(body: &str) -> String {
-    const OPEN: &str = "$L__BB";
-    let mut seen: Vec<String> = Vec::new();
-    let mut out = String::with_capacity(body.len());
-    let mut rest = body;
-    while let Some(at) = rest.find(OPEN) {
-        out.push_str(&rest[..at + OPEN.len()]);
-        rest = &rest[at + OPEN.len()..];
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits > 0 && rest[digits..].starts_with('_') {
-            let n = &rest[..digits];
-            let k = seen.iter().position(|s| s == n).unwrap_or_else(|| {
-                seen.push(n.to_string());
-                seen.len() - 1
-            });
-            out.push_str(&k.to_string());
-            rest = &rest[digits..];
-        }
-    }
-    out.push_str(rest);
     out
+}
+
+/// What [`ptx_interface`] found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PtxInterface {
+    /// The header directives, one per line.
+    pub header: Vec<String>,
+    /// One prototype per entry, in module order.
+    pub entries: Vec<String>,
+}
+
+impl PtxInterface {
+    /// The entries' names, in module order.
+    pub fn names(&self) -> Vec<&str> {
+        self.entries
+            .iter()
+            .map(|p| p.split(".entry ").nth(1).unwrap_or("").split('(').next().unwrap_or(""))
+            .collect()
+    }
+    /// The header and the prototypes, sorted by name: the text of a snapshot.
+    pub fn summary(&self) -> String {
+        let mut entries = self.entries.clone();
+        entries.sort();
+        format!("{}\n{}\n", self.header.join("\n"), entries.join("\n"))
+    }
 }
 
 /// One line per entry from `ptxas --verbose`, sorted by name: `name: Used N registers, ...;
@@ -218,49 +145,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn crate_hashes_are_stripped_from_mangled_symbols() {
+    fn ptx_interface_keeps_header_and_entry_prototypes() {
+        let ptx = "//\n// Generated by LLVM\n.version 7.8\n.target sm_90\n.address_size 64\n\t.file 1 \"x.rs\"\n\
+                   .visible .entry k2(\n\t.param .u64 k2_param_0, // first\n\t.param .u32 k2_param_1\n)\n{\n\t.loc 1 2 3\n\tret;\n}\n\n\
+                   .func (.param .b32 r) helper(\n.param .b64 a\n)\n{\n\tret;\n}\n\
+                   .visible .entry k1()\n{\n$L__BB77_1:\n\tbra $L__BB77_1;\n}\n";
+        let i = ptx_interface(ptx);
+        assert_eq!(i.header, [".version 7.8", ".target sm_90", ".address_size 64"]);
         assert_eq!(
-            strip_crate_hashes("[_RINvNtNtCs72CWimvPg0N_14zipcoll_device5codec_param_4];"),
-            "[_RINvNtNtCs_14zipcoll_device5codec_param_4];"
+            i.entries,
+            [
+                ".visible .entry k2(.param .u64 k2_param_0, .param .u32 k2_param_1)",
+                ".visible .entry k1()"
+            ]
         );
-        assert_eq!(strip_crate_hashes("mov.b32 %r1, Cs; CsX_y"), "mov.b32 %r1, Cs; CsX_y");
-    }
-
-    #[test]
-    fn anonymous_constant_hashes_are_stripped() {
+        assert_eq!(i.names(), ["k2", "k1"]);
         assert_eq!(
-            strip_anon_hashes(".global .b8 anon_$_d808560cb2c256fd729b5c44fa2b6901_$_13[27] = {99};"),
-            ".global .b8 anon_$_H_$_13[27] = {99};"
-        );
-        assert_eq!(strip_anon_hashes("anon_$_zz"), "anon_$_zz");
-    }
-
-    #[test]
-    fn ptx_entries_split_and_drop_churn() {
-        let ptx = "//\n// Generated by LLVM\n.version 7.8\n.target sm_90\n\t.file 1 \"x.rs\"\n\
-                   .visible .entry k1(\n.param .u64 p\n)\n{\n\t.loc 1 2 3\n\tret; // done\n}\n\n\
-                   .visible .entry k2()\n{\n$L__BB77_1:\n\tbra $L__BB77_1;\n}\n\
-                   .func (.param .b32 r) helper(\n.param .b64 a\n)\n;\n\
-                   .func (.param .b32 r) helper(\n.param .b64 a\n)\n{\n\tret;\n}\n";
-        let (entries, rest) = ptx_entries(ptx);
-        assert_eq!(
-            rest,
-            ".version 7.8\n.target sm_90\n.func (.param .b32 r) helper(\n.param .b64 a\n)\n;\n.func helper: 6 lines\n"
-        );
-        assert_eq!(entries.len(), 2);
-        assert_eq!(
-            entries[0],
-            (
-                "k1".into(),
-                ".visible .entry k1(\n.param .u64 p\n)\n{\n\tret;\n}\n".into()
-            )
-        );
-        assert_eq!(
-            entries[1],
-            (
-                "k2".into(),
-                ".visible .entry k2()\n{\n$L__BB0_1:\n\tbra $L__BB0_1;\n}\n".into()
-            )
+            i.summary(),
+            ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry k1()\n\
+             .visible .entry k2(.param .u64 k2_param_0, .param .u32 k2_param_1)\n"
         );
     }
 

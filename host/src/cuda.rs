@@ -100,7 +100,7 @@ impl KernelModule for Arc<CudaModule> {
 /// The module to load for `arch`: the file `ZIPCOLL_CUDA_MODULE` names when it is set (a
 /// `.cubin` compiled ahead of time from this build's PTX, e.g. with `ptxas --split-compile`,
 /// which spares every process the driver's JIT of the whole module; any other file is read as
-/// PTX), else the embedded PTX.
+/// PTX), else the embedded cubin (`ZIPCOLL_GPU_CUBIN=1` at build time), else the embedded PTX.
 fn module_image(arch: NvArch) -> Result<Ptx> {
     if let Some(path) = std::env::var_os(MODULE_ENV) {
         let path = std::path::PathBuf::from(path);
@@ -118,6 +118,9 @@ fn module_image(arch: NvArch) -> Result<Ptx> {
             ))
         })?;
         return ptx_source(&text);
+    }
+    if let Some(cubin) = embedded::cubin(arch) {
+        return Ok(Ptx::from_binary(cubin.to_vec()));
     }
     ptx_source(embedded::ptx(arch).ok_or_else(Error::kernels_not_built)?)
 }

@@ -1,11 +1,12 @@
-//! The GPU modules embedded at build time by `build.rs`: one PTX module per NVIDIA
-//! architecture, one code object per AMD architecture. All `None` when the host was built
-//! without the GPU toolchain (`bash scripts/setup.sh` installs it).
+//! The GPU modules embedded at build time by `build.rs`: one PTX module (and, when asked for,
+//! its cubin) per NVIDIA architecture, one code object per AMD architecture. Only the
+//! architectures the build was for are there: those of the build machine's GPUs, or the ones
+//! `ZIPCOLL_GPU_ARCHS` named; none on a machine without a GPU.
 //!
 //! | arch            | artifact                        |
 //! |-----------------|---------------------------------|
-//! | [`NvArch::Sm90`]  | PTX, `-Ctarget-cpu=sm_90`     |
-//! | [`NvArch::Sm80`]  | PTX, `-Ctarget-cpu=sm_80`     |
+//! | [`NvArch::Sm90`]  | PTX, `-Ctarget-cpu=sm_90`; a cubin with `ZIPCOLL_GPU_CUBIN=1` |
+//! | [`NvArch::Sm80`]  | PTX, `-Ctarget-cpu=sm_80`; a cubin with `ZIPCOLL_GPU_CUBIN=1` |
 //! | [`AmdArch::Gfx942`] | code object v5, gfx942      |
 //! | [`AmdArch::Gfx950`] | code object v5, gfx950      |
 
@@ -35,6 +36,19 @@ pub(crate) fn ptx(arch: NvArch) -> Option<&'static str> {
         NvArch::Sm80 => Some(include_str!(env!("ZIPCOLL_ARTIFACT_SM_80"))),
         #[cfg(zipcoll_sm_90)]
         NvArch::Sm90 => Some(include_str!(env!("ZIPCOLL_ARTIFACT_SM_90"))),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
+/// The cubin compiled ahead of time from [`ptx`]'s module for `arch`, if the build was asked
+/// for one (`ZIPCOLL_GPU_CUBIN=1`).
+pub(crate) fn cubin(arch: NvArch) -> Option<&'static [u8]> {
+    match arch {
+        #[cfg(zipcoll_cubin_sm_80)]
+        NvArch::Sm80 => Some(include_bytes!(env!("ZIPCOLL_CUBIN_SM_80"))),
+        #[cfg(zipcoll_cubin_sm_90)]
+        NvArch::Sm90 => Some(include_bytes!(env!("ZIPCOLL_CUBIN_SM_90"))),
         #[allow(unreachable_patterns)]
         _ => None,
     }

@@ -149,7 +149,8 @@ impl Error {
     /// The error for a GPU module that was not embedded at build time.
     pub(crate) fn kernels_not_built() -> Self {
         Error::KernelsNotBuilt {
-            hint: "run `bash scripts/setup.sh`, then rebuild",
+            hint: "run `bash scripts/setup.sh`, then rebuild on the machine with the GPU, or with \
+                   ZIPCOLL_GPU_ARCHS naming its architecture (sm_90, sm_80, gfx942, gfx950)",
         }
     }
 }

@@ -55,9 +55,15 @@ pub use zipcoll_device::reduce::ReduceOp;
 pub use zipcoll_primitives::kernels::{DecodeFrames, EncodeFrames, EncodeRawFrames, ReduceCopy, WarpAllReduce};
 pub use zipcoll_primitives::manifest::{Kernel, KernelDesc, Vendor};
 
-/// Whether GPU modules were embedded at build time (the GPU toolchain of `scripts/setup.sh` was
+/// Whether any GPU module was embedded at build time (for this machine's GPUs, or the
+/// architectures `ZIPCOLL_GPU_ARCHS` named, with the GPU toolchain of `scripts/setup.sh`
 /// installed). Without them only the simulators run kernels; GPU backends return
 /// [`Error::KernelsNotBuilt`].
 pub fn kernels_embedded() -> bool {
-    embedded::ptx(NvArch::Sm90).is_some() || embedded::amd_code_object(AmdArch::Gfx942).is_some()
+    [NvArch::Sm90, NvArch::Sm80]
+        .into_iter()
+        .any(|a| embedded::ptx(a).is_some())
+        || [AmdArch::Gfx942, AmdArch::Gfx950]
+            .into_iter()
+            .any(|a| embedded::amd_code_object(a).is_some())
 }

@@ -1,74 +1,88 @@
-//! Snapshots of the generated GPU code, validated by the vendor tools: normalized PTX per
-//! kernel entry and ptxas resource lines for sm_90, ptxas acceptance for sm_80, and the kernel
-//! metadata of the gfx942 and gfx950 code objects.
+//! Snapshots of the generated GPU code, validated by the vendor tools, one test per
+//! architecture (they build in parallel):
+//!
+//! | test   | builds | checks                                                                        |
+//! |--------|--------|-------------------------------------------------------------------------------|
+//! | sm_90  | PTX    | no unresolved externs; ptxas accepts it; snapshots: header + entry prototypes, ptxas resources per entry (registers, stack, spills) |
+//! | sm_80  | PTX    | `.target sm_80`; ptxas accepts it; the same entries as sm_90                   |
+//! | gfx942, gfx950 | code objects | llvm-readelf's kernel metadata per kernel (registers, spills, LDS, scratch), snapshot |
 //!
 //! Needs the GPU toolchain (`bash scripts/setup.sh`); without it these tests fail and say so.
 //! Bless changes with `cargo insta review` (or `INSTA_UPDATE=always cargo test -p zipcoll-tests`).
 
 use zipcoll_gpu_build::{build, GpuArch, Toolchain};
-use zipcoll_tests::{amd_kernel_summary, ptx_entries, ptxas_resources};
+use zipcoll_tests::{amd_kernel_summary, ptx_interface, ptxas_resources, PtxInterface};
 
 fn toolchain() -> Toolchain {
     Toolchain::find().unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn built(tc: &Toolchain, arch: GpuArch) -> std::path::PathBuf {
-    build(tc, arch).unwrap_or_else(|e| panic!("{e}"))
+/// The module for `arch`, built, with its interface and ptxas's resource lines (one per entry).
+fn nvidia_module(arch: GpuArch) -> (String, PtxInterface, String) {
+    let tc = toolchain();
+    let path = build(&tc, arch).unwrap_or_else(|e| panic!("{e}"));
+    let ptx = std::fs::read_to_string(&path).expect("the build wrote the PTX module");
+    let interface = ptx_interface(&ptx);
+    let report = tc.ptxas_verbose(&path, arch.cpu()).unwrap_or_else(|e| panic!("{e}"));
+    let resources = ptxas_resources(&report);
+    assert_eq!(
+        resources.lines().count(),
+        interface.entries.len(),
+        "one ptxas resource line per entry:\n{report}"
+    );
+    (ptx, interface, resources)
 }
 
 #[test]
-fn ptx_sm90_entries_match_snapshots_and_pass_ptxas() {
-    let tc = toolchain();
-    let ptx_path = built(&tc, GpuArch::Sm90);
-    let ptx = std::fs::read_to_string(&ptx_path).expect("the build wrote the PTX module");
-    let (entries, rest) = ptx_entries(&ptx);
+fn ptx_sm90_matches_snapshots_and_passes_ptxas() {
+    let (ptx, interface, resources) = nvidia_module(GpuArch::Sm90);
     assert!(
-        entries.len() >= 50,
+        interface.entries.len() >= 50,
         "expected an entry per kernel x dtype x op, found {}",
-        entries.len()
+        interface.entries.len()
     );
     assert!(
         !ptx.contains(".extern .func"),
         "unresolved extern functions in the PTX module"
     );
-    insta::assert_snapshot!("ptx_sm90_module", rest);
-    for (name, body) in &entries {
-        insta::assert_snapshot!(format!("ptx_sm90_entry_{name}"), body);
-    }
-    let report = tc.ptxas_verbose(&ptx_path, "sm_90").unwrap_or_else(|e| panic!("{e}"));
-    let resources = ptxas_resources(&report);
-    assert_eq!(
-        resources.lines().count(),
-        entries.len(),
-        "one ptxas resource line per entry:\n{report}"
-    );
+    insta::assert_snapshot!("ptx_sm90_interface", interface.summary());
     insta::assert_snapshot!("ptxas_sm90_resources", resources);
 }
 
 #[test]
-fn ptx_sm80_passes_ptxas() {
-    let tc = toolchain();
-    let ptx_path = built(&tc, GpuArch::Sm80);
-    let ptx = std::fs::read_to_string(&ptx_path).expect("the build wrote the PTX module");
+fn ptx_sm80_passes_ptxas_with_the_same_entries() {
+    let (ptx, interface, _) = nvidia_module(GpuArch::Sm80);
     assert!(ptx.contains(".target sm_80"), "the sm_80 build targets sm_80");
-    let report = tc.ptxas_verbose(&ptx_path, "sm_80").unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(ptxas_resources(&report).lines().count(), ptx_entries(&ptx).0.len());
+    let sm90 = build(&toolchain(), GpuArch::Sm90).unwrap_or_else(|e| panic!("{e}"));
+    let sm90 = ptx_interface(&std::fs::read_to_string(sm90).expect("the sm_90 module"));
+    let (mut a, mut b) = (interface.names(), sm90.names());
+    a.sort_unstable();
+    b.sort_unstable();
+    assert_eq!(a, b, "sm_80 and sm_90 export the same kernels");
+}
+
+fn amd_code_object_matches_snapshot(arch: GpuArch) {
+    let tc = toolchain();
+    let object = build(&tc, arch).unwrap_or_else(|e| panic!("{e}"));
+    let notes = tc.readelf_notes(&object).unwrap_or_else(|e| panic!("{e}"));
+    let summary = amd_kernel_summary(&notes);
+    assert!(
+        summary.starts_with(&format!("target amdgcn-amd-amdhsa--{}", arch.cpu())),
+        "{summary}"
+    );
+    assert!(
+        summary.lines().count() > 50,
+        "expected a kernel per variant:\n{summary}"
+    );
+    insta::assert_snapshot!(format!("amd_{}_kernels", arch.cpu()), summary);
 }
 
 #[test]
-fn amd_code_objects_match_snapshots() {
-    let tc = toolchain();
-    for arch in [GpuArch::Gfx942, GpuArch::Gfx950] {
-        let notes = tc.readelf_notes(&built(&tc, arch)).unwrap_or_else(|e| panic!("{e}"));
-        let summary = amd_kernel_summary(&notes);
-        assert!(
-            summary.starts_with(&format!("target amdgcn-amd-amdhsa--{}", arch.cpu())),
-            "{summary}"
-        );
-        assert!(
-            summary.lines().count() > 50,
-            "expected a kernel per variant:\n{summary}"
-        );
-        insta::assert_snapshot!(format!("amd_{}_kernels", arch.cpu()), summary);
-    }
+fn amd_gfx942_code_object_matches_snapshot() {
+    amd_code_object_matches_snapshot(GpuArch::Gfx942);
+}
+
+#[test]
+fn amd_gfx950_code_object_matches_snapshot() {
+    amd_code_object_matches_snapshot(GpuArch::Gfx950);
 }

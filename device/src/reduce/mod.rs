@@ -61,4 +61,12 @@ pub trait RedOp: Copy {
     fn pre<T: Elem>(self, x: T::Bits) -> T::Bits;
     /// Combines two (pre-processed) contributions.
     fn combine<T: Elem>(self, a: T::Bits, b: T::Bits) -> T::Bits;
+    /// Whether `pre` is the identity (every operator but Avg).
+    const PRE_IS_IDENTITY: bool;
+    /// The operator that combines as this one does, with the identity as `pre` (Avg's is Sum,
+    /// every other's itself): code that only combines is generic over it, so that it is
+    /// instantiated once for operators that combine alike.
+    type Combine: RedOp;
+    /// This operator's [`Self::Combine`].
+    fn combiner(self) -> Self::Combine;
 }

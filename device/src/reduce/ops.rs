@@ -63,6 +63,12 @@ pub struct Sum;
 
 impl RedOp for Sum {
     const OP: ReduceOp = ReduceOp::Sum;
+    const PRE_IS_IDENTITY: bool = true;
+    type Combine = Sum;
+    #[inline(always)]
+    fn combiner(self) -> Sum {
+        self
+    }
     #[inline(always)]
     fn new(_nranks: u32) -> Self {
         Sum
@@ -83,6 +89,12 @@ pub struct Prod;
 
 impl RedOp for Prod {
     const OP: ReduceOp = ReduceOp::Prod;
+    const PRE_IS_IDENTITY: bool = true;
+    type Combine = Prod;
+    #[inline(always)]
+    fn combiner(self) -> Prod {
+        self
+    }
     #[inline(always)]
     fn new(_nranks: u32) -> Self {
         Prod
@@ -103,6 +115,12 @@ pub struct Min;
 
 impl RedOp for Min {
     const OP: ReduceOp = ReduceOp::Min;
+    const PRE_IS_IDENTITY: bool = true;
+    type Combine = Min;
+    #[inline(always)]
+    fn combiner(self) -> Min {
+        self
+    }
     #[inline(always)]
     fn new(_nranks: u32) -> Self {
         Min
@@ -123,6 +141,12 @@ pub struct Max;
 
 impl RedOp for Max {
     const OP: ReduceOp = ReduceOp::Max;
+    const PRE_IS_IDENTITY: bool = true;
+    type Combine = Max;
+    #[inline(always)]
+    fn combiner(self) -> Max {
+        self
+    }
     #[inline(always)]
     fn new(_nranks: u32) -> Self {
         Max
@@ -149,6 +173,12 @@ pub struct Avg {
 
 impl RedOp for Avg {
     const OP: ReduceOp = ReduceOp::Avg;
+    const PRE_IS_IDENTITY: bool = false;
+    type Combine = Sum;
+    #[inline(always)]
+    fn combiner(self) -> Sum {
+        Sum
+    }
     #[inline(always)]
     fn new(nranks: u32) -> Self {
         Avg {

@@ -45,6 +45,7 @@
 
 mod compression;
 pub mod raw;
+pub mod value;
 
 pub use compression::{ByChannel, Compression, Force, Off};
 
@@ -64,6 +65,12 @@ pub struct NoPre<O>(pub O);
 
 impl<O: RedOp> RedOp for NoPre<O> {
     const OP: ReduceOp = O::OP;
+    const PRE_IS_IDENTITY: bool = true;
+    type Combine = O::Combine;
+    #[inline(always)]
+    fn combiner(self) -> O::Combine {
+        self.0.combiner()
+    }
     #[inline(always)]
     fn new(nranks: u32) -> Self {
         NoPre(O::new(nranks))
@@ -80,8 +87,14 @@ impl<O: RedOp> RedOp for NoPre<O> {
 
 /// One warp's primitives over one channel, for elements `T`, operator `O` and compression `E`.
 pub struct Prims<W, T: Split, O, E> {
-    w: W,
+    link: Link<W, T, E>,
     op: O,
+}
+
+/// What the primitives of a channel hold besides the operator: the out-of-line general path is
+/// a method of this, generic over the step's [`value::StepValue`] rather than the operator.
+struct Link<W, T: Split, E> {
+    w: W,
     send: Option<SendConn>,
     recv: Option<RecvConn>,
     stage: *mut T::Bits,
@@ -121,9 +134,8 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
                 have: ch.stage_bytes,
             });
         }
-        Ok(Self {
+        let link = Link {
             w,
-            op,
             // SAFETY: forwarded from the caller (the side is present).
             send: has_send.then(|| unsafe { SendConn::new(w, ch) }),
             // SAFETY: forwarded from the caller (the side is present).
@@ -131,7 +143,8 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
             stage: ch.stage.cast(),
             codec: ch.codec,
             _encoding: PhantomData,
-        })
+        };
+        Ok(Self { link, op })
     }
 
     /// One step over a chunk of `n` elements (see the module table for the flags). Called by
@@ -153,81 +166,30 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
             assert!(RECV || !REDUCE, "REDUCE combines with a received frame: it needs RECV");
             assert!(SEND || COPY, "a step must send or copy its chunk");
         }
-        let w = self.w;
         let missing = |side| {
             Err(Failure {
                 step: 0,
                 error: ConnError::NoConnection(side),
             })
         };
-        if RECV && self.recv.is_none() {
+        if RECV && self.link.recv.is_none() {
             return missing(Side::Recv);
         }
-        if SEND && self.send.is_none() {
+        if SEND && self.link.send.is_none() {
             return missing(Side::Send);
         }
         // SAFETY: forwarded from the caller.
         if let Some(done) = unsafe { self.run_raw::<RECV, REDUCE, SEND, COPY>(src, dst, n) } {
             return done;
         }
-        let bytes = n * T::DTYPE.size_bytes();
-        // where the chunk's value is computed and sent from
-        let target = if COPY { dst } else { self.stage };
-        if let (true, Some(recv)) = (RECV, self.recv.as_mut()) {
-            let landing = if REDUCE { self.stage } else { target };
-            let step = recv.step();
-            let frame = recv.wait_frame(w)?;
-            // SAFETY: `landing` is `dst` (valid for `n` writes) or the staging buffer (at least
-            // `frame_elems >= n` elements, checked in `new`); only this warp writes it, through
-            // `LaneOut`.
-            let out = unsafe { LaneOut::from_raw(landing.cast::<u8>(), bytes) };
-            let found = decode_out_of_line::<W, T>(w, frame, out).map_err(|e| Failure {
-                step,
-                error: ConnError::Frame(e),
-            })?;
-            if found != n {
-                let error = ConnError::FrameLength {
-                    expected: n as u32,
-                    found: found as u32,
-                };
-                return Err(Failure { step, error });
-            }
-            // every lane: `landing[..n]` holds the received chunk, checked against its checksum
-            recv.release(w);
-        }
-        if REDUCE || !RECV {
-            let mut i = w.lane_id() as usize;
-            // lane l: elements l, l + WIDTH, ..; reads and writes only its own indices
-            while i < n {
-                // SAFETY: `i < n`: inside `src`, the staging buffer and `target` (the caller's
-                // contract and `new`'s checks); `src[i]` is read before `target[i]` is written.
-                unsafe {
-                    let local = self.op.pre::<T>(src.add(i).read());
-                    let v = if REDUCE {
-                        self.op.combine::<T>(self.stage.add(i).read(), local)
-                    } else {
-                        local
-                    };
-                    target.add(i).write(v);
-                }
-                i += W::WIDTH as usize;
-            }
-            // every lane: `target[..n]` holds the chunk's value, written by all lanes
-            w.sync(W::FULL);
-        }
-        if let (true, Some(send)) = (SEND, self.send.as_mut()) {
-            let step = send.step();
-            let slot = send.wait_slot(w)?;
-            // SAFETY: `target[..n]` is initialized (received or computed above) and no lane
-            // writes it until the next step, which starts after `post`'s warp sync.
-            let input = unsafe { core::slice::from_raw_parts(target.cast_const(), n) };
-            encode_out_of_line::<W, T, E>(w, self.codec, input, slot).map_err(|e| Failure {
-                step,
-                error: ConnError::Encode(e),
-            })?;
-            send.post(w);
-        }
-        Ok(())
+        let general = General::<W, T, E, RECV, SEND, COPY> {
+            link: &mut self.link,
+            src,
+            dst,
+            n,
+        };
+        // SAFETY: forwarded from the caller; the sides the flags need are present (checked).
+        unsafe { value::with_step_value::<O, RECV, REDUCE, _>(self.op, general) }
     }
 
     /// The step over [`raw`]'s fast path, when it applies: the frame sent (if any) is RAW,
@@ -244,14 +206,14 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
         dst: *mut T::Bits,
         n: usize,
     ) -> Option<Result<(), Failure>> {
-        let w = self.w;
+        let w = self.link.w;
         let local = REDUCE || !RECV;
-        if (SEND && !E::sends_raw(self.codec)) || (local && !raw::aligned(src)) || (COPY && !raw::aligned(dst)) {
+        if (SEND && !E::sends_raw(self.link.codec)) || (local && !raw::aligned(src)) || (COPY && !raw::aligned(dst)) {
             return None;
         }
         // (payload, its stored checksum, the receive step)
         let mut received = (core::ptr::null(), 0u32, 0u64);
-        if let (true, Some(recv)) = (RECV, self.recv.as_ref()) {
+        if let (true, Some(recv)) = (RECV, self.link.recv.as_ref()) {
             let step = recv.step();
             let frame = match recv.wait_frame(w) {
                 Ok(frame) => frame,
@@ -273,7 +235,7 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
             received = (payload, stored, step);
         }
         let mut slot = core::ptr::null_mut();
-        if let (true, Some(send)) = (SEND, self.send.as_ref()) {
+        if let (true, Some(send)) = (SEND, self.link.send.as_ref()) {
             match send.wait_slot(w) {
                 Ok(out) => slot = out.as_mut_ptr(),
                 Err(e) => return Some(Err(e)),
@@ -295,10 +257,10 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
             return Some(Err(raw::checksum_failure(received.2, received.1, sums.received)));
         }
         // `release` and `post` sync the warp before they publish
-        if let (true, Some(recv)) = (RECV, self.recv.as_mut()) {
+        if let (true, Some(recv)) = (RECV, self.link.recv.as_mut()) {
             recv.release(w);
         }
-        if let (true, Some(send)) = (SEND, self.send.as_mut()) {
+        if let (true, Some(send)) = (SEND, self.link.send.as_mut()) {
             send.post(w);
         }
         Some(Ok(()))
@@ -379,6 +341,107 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
     ) -> Result<(), Failure> {
         // SAFETY: forwarded to the caller.
         unsafe { self.run::<true, true, true, true>(src, dst, n) }
+    }
+}
+
+/// [`Link::run_general`] as a [`value::StepFn`].
+struct General<'a, W, T: Split, E, const RECV: bool, const SEND: bool, const COPY: bool> {
+    link: &'a mut Link<W, T, E>,
+    src: *const T::Bits,
+    dst: *mut T::Bits,
+    n: usize,
+}
+
+impl<W: Warp, T: Split, E: Compression, const RECV: bool, const SEND: bool, const COPY: bool> value::StepFn
+    for General<'_, W, T, E, RECV, SEND, COPY>
+{
+    type Output = Result<(), Failure>;
+    /// # Safety
+    /// As [`Link::run_general`].
+    #[inline(always)]
+    unsafe fn call<V: value::StepValue>(self, v: V) -> Self::Output {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            self.link
+                .run_general::<V, RECV, SEND, COPY>(v, self.src, self.dst, self.n)
+        }
+    }
+}
+
+impl<W: Warp, T: Split, E: Compression> Link<W, T, E> {
+    /// The step over the general path: decode the received frame, combine, encode the sent one
+    /// (see the module docs), computing `v` per element. Out of line: one instance per (warp,
+    /// dtype, compression, value, flags), shared by every schedule and operator that takes the
+    /// step, instead of a copy in each.
+    ///
+    /// # Safety
+    /// As [`Prims::run`] (`REDUCE` being `V::REDUCE`); the sides the flags need are present.
+    #[inline(never)]
+    unsafe fn run_general<V: value::StepValue, const RECV: bool, const SEND: bool, const COPY: bool>(
+        &mut self,
+        v: V,
+        src: *const T::Bits,
+        dst: *mut T::Bits,
+        n: usize,
+    ) -> Result<(), Failure> {
+        let w = self.w;
+        let bytes = n * T::DTYPE.size_bytes();
+        // where the chunk's value is computed and sent from
+        let target = if COPY { dst } else { self.stage };
+        if let (true, Some(recv)) = (RECV, self.recv.as_mut()) {
+            let landing = if V::REDUCE { self.stage } else { target };
+            let step = recv.step();
+            let frame = recv.wait_frame(w)?;
+            // SAFETY: `landing` is `dst` (valid for `n` writes) or the staging buffer (at least
+            // `frame_elems >= n` elements, checked in `new`); only this warp writes it, through
+            // `LaneOut`.
+            let out = unsafe { LaneOut::from_raw(landing.cast::<u8>(), bytes) };
+            let found = decode_out_of_line::<W, T>(w, frame, out).map_err(|e| Failure {
+                step,
+                error: ConnError::Frame(e),
+            })?;
+            if found != n {
+                let error = ConnError::FrameLength {
+                    expected: n as u32,
+                    found: found as u32,
+                };
+                return Err(Failure { step, error });
+            }
+            // every lane: `landing[..n]` holds the received chunk, checked against its checksum
+            recv.release(w);
+        }
+        if V::REDUCE || !RECV {
+            let mut i = w.lane_id() as usize;
+            // lane l: elements l, l + WIDTH, ..; reads and writes only its own indices
+            while i < n {
+                // SAFETY: `i < n`: inside `src`, the staging buffer and `target` (the caller's
+                // contract and `new`'s checks); `src[i]` is read before `target[i]` is written.
+                unsafe {
+                    let received = if V::REDUCE {
+                        self.stage.add(i).read()
+                    } else {
+                        T::Bits::default()
+                    };
+                    target.add(i).write(v.of::<T>(received, src.add(i).read()));
+                }
+                i += W::WIDTH as usize;
+            }
+            // every lane: `target[..n]` holds the chunk's value, written by all lanes
+            w.sync(W::FULL);
+        }
+        if let (true, Some(send)) = (SEND, self.send.as_mut()) {
+            let step = send.step();
+            let slot = send.wait_slot(w)?;
+            // SAFETY: `target[..n]` is initialized (received or computed above) and no lane
+            // writes it until the next step, which starts after `post`'s warp sync.
+            let input = unsafe { core::slice::from_raw_parts(target.cast_const(), n) };
+            encode_out_of_line::<W, T, E>(w, self.codec, input, slot).map_err(|e| Failure {
+                step,
+                error: ConnError::Encode(e),
+            })?;
+            send.post(w);
+        }
+        Ok(())
     }
 }
 

@@ -21,6 +21,7 @@
 //! Eligible when `src` (if read) and `dst` (if written) are 16-byte aligned; slots are
 //! ([`crate::conn::SLOT_ALIGN`]), and payloads start 32 bytes into them.
 
+use super::value::{with_step_value, StepFn, StepValue};
 use crate::conn::{ConnError, Failure};
 use zipcoll_device::bits::warp_sum_u32;
 use zipcoll_device::codec::CodecId;
@@ -177,16 +178,14 @@ pub unsafe fn recv_checksum<W: Warp, T: Elem>(w: W, recv: *const T::Bits, n: usi
     warp_sum_u32(w, acc).wrapping_add(bytes as u32)
 }
 
-/// The main pass and the header: computes each element's value (`combine(received,
-/// pre(src))`, `received`, or `pre(src)`, by the flags), writes it to `dst` (`COPY`) and to the
-/// send slot's payload (`SEND`), then lane 0 writes the sent frame's header. Returns the
-/// frame's bytes and the received payload's checksum (every lane gets them). Ends without a
-/// warp sync: the caller's `post` (or the next step) orders the lanes.
+/// The main pass and the header of a step of operator `op` ([`combine_send_value`] over the
+/// value the flags and `op` compute). Operators and steps that compute alike share one
+/// instance of it: moving steps do not depend on the operator, and combining steps depend only
+/// on how it combines unless its `pre` scales (Avg).
 ///
 /// # Safety
-/// The pointers of `s` are valid as [`RawStep`] says for the flags; `dst` equals `src` or does
-/// not overlap it; the send slot holds at least a RAW frame of `n` elements.
-#[inline(never)]
+/// As [`combine_send_value`], with `REDUCE` for `V::REDUCE`.
+#[inline(always)]
 pub unsafe fn combine_send<
     W: Warp,
     T: Elem,
@@ -200,16 +199,55 @@ pub unsafe fn combine_send<
     op: O,
     s: &RawStep<T>,
 ) -> RawSums {
-    let local = REDUCE || !RECV;
-    let value = |received: T::Bits, mine: T::Bits| {
-        if REDUCE {
-            op.combine::<T>(received, op.pre::<T>(mine))
-        } else if RECV {
-            received
-        } else {
-            op.pre::<T>(mine)
-        }
-    };
+    // SAFETY: forwarded from the caller.
+    unsafe { with_step_value::<O, RECV, REDUCE, _>(op, CombineSend::<W, T, RECV, SEND, COPY> { w, s }) }
+}
+
+/// [`combine_send_value`] as a [`StepFn`].
+struct CombineSend<'a, W, T: Elem, const RECV: bool, const SEND: bool, const COPY: bool> {
+    w: W,
+    s: &'a RawStep<T>,
+}
+
+impl<W: Warp, T: Elem, const RECV: bool, const SEND: bool, const COPY: bool> StepFn
+    for CombineSend<'_, W, T, RECV, SEND, COPY>
+{
+    type Output = RawSums;
+    /// # Safety
+    /// As [`combine_send_value`].
+    #[inline(always)]
+    unsafe fn call<V: StepValue>(self, v: V) -> RawSums {
+        // SAFETY: forwarded from the caller.
+        unsafe { combine_send_value::<W, T, V, RECV, SEND, COPY>(self.w, v, self.s) }
+    }
+}
+
+/// The main pass and the header: computes each element's value (`V`'s, from the received
+/// element when `RECV` and the local one when `V` reduces or the step does not receive),
+/// writes it to `dst` (`COPY`) and to the send slot's payload (`SEND`), then lane 0 writes the
+/// sent frame's header. Returns the frame's bytes and the received payload's checksum (every
+/// lane gets them). Ends without a warp sync: the caller's `post` (or the next step) orders the
+/// lanes.
+///
+/// # Safety
+/// The pointers of `s` are valid as [`RawStep`] says for the flags (`REDUCE` being
+/// `V::REDUCE`); `dst` equals `src` or does not overlap it; the send slot holds at least a RAW
+/// frame of `n` elements.
+#[inline(never)]
+pub unsafe fn combine_send_value<
+    W: Warp,
+    T: Elem,
+    V: StepValue,
+    const RECV: bool,
+    const SEND: bool,
+    const COPY: bool,
+>(
+    w: W,
+    v: V,
+    s: &RawStep<T>,
+) -> RawSums {
+    let local = V::REDUCE || !RECV;
+    let value = |received: T::Bits, mine: T::Bits| v.of::<T>(received, mine);
     let bytes = s.n * T::DTYPE.size_bytes();
     let nvec = bytes / VECTOR_BYTES;
     let (recv, src) = (s.recv.cast::<Vector>(), s.src.cast::<Vector>());

@@ -16,6 +16,10 @@
 //! # Ok::<(), zipcoll_gpu_build::BuildError>(())
 //! ```
 //!
+//! Which architectures a host build embeds is [`selection`]'s answer: the ones
+//! `ZIPCOLL_GPU_ARCHS` names (`sm_90,gfx942`, `all`, `none`), else the GPUs this machine has
+//! (none on a machine without a GPU: the simulator needs no GPU code).
+//!
 //! Each architecture builds in its own `target/gpu/<arch>` directory, so builds are incremental
 //! and never clobber each other. The nested cargo runs with a clean environment (only `PATH`,
 //! `HOME` and cargo/rustup locations pass), so a host build script can call [`build`].
@@ -62,6 +66,10 @@ impl GpuArch {
     pub fn is_nvidia(self) -> bool {
         matches!(self, GpuArch::Sm90 | GpuArch::Sm80)
     }
+    /// The architecture whose `-Ctarget-cpu` name is `name` (`sm_90`, `gfx942`, ...).
+    pub fn from_cpu(name: &str) -> Option<GpuArch> {
+        GpuArch::ALL.into_iter().find(|a| a.cpu() == name)
+    }
     fn artifact_name(self) -> &'static str {
         if self.is_nvidia() {
             "zipcoll_kernels.ptx"
@@ -80,6 +88,8 @@ pub enum BuildError {
     Spawn { tool: String, error: std::io::Error },
     /// A tool ran and failed; its output.
     ToolFailed { tool: String, output: String },
+    /// `ZIPCOLL_GPU_ARCHS` holds a name that is not an architecture.
+    UnknownArch { name: String },
 }
 
 impl fmt::Display for BuildError {
@@ -92,11 +102,108 @@ impl fmt::Display for BuildError {
             ),
             BuildError::Spawn { tool, error } => write!(f, "cannot run {tool}: {error}"),
             BuildError::ToolFailed { tool, output } => write!(f, "{tool} failed:\n{output}"),
+            BuildError::UnknownArch { name } => {
+                let known: Vec<_> = GpuArch::ALL.iter().map(|a| a.cpu()).collect();
+                write!(
+                    f,
+                    "{ARCHS_ENV}: `{name}` is not an architecture; use a comma-separated list of {}, or `all` or `none`",
+                    known.join(", ")
+                )
+            }
         }
     }
 }
 
 impl std::error::Error for BuildError {}
+
+/// The environment variable that names the architectures a host build embeds.
+pub const ARCHS_ENV: &str = "ZIPCOLL_GPU_ARCHS";
+
+/// Why a host build embeds the architectures it does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// `ZIPCOLL_GPU_ARCHS` named them.
+    Named,
+    /// They are the architectures of this machine's GPUs.
+    Detected,
+}
+
+/// The architectures a host build embeds, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Selection {
+    /// In [`GpuArch::ALL`]'s order, without repeats; empty: no GPU code.
+    pub archs: Vec<GpuArch>,
+    pub reason: Reason,
+}
+
+/// What a host build embeds: `ZIPCOLL_GPU_ARCHS` when it is set ([`parse_archs`]), else the
+/// architectures of the GPUs this machine has ([`detect_archs`]).
+pub fn selection() -> Result<Selection, BuildError> {
+    match std::env::var(ARCHS_ENV) {
+        Ok(list) => Ok(Selection {
+            archs: parse_archs(&list)?,
+            reason: Reason::Named,
+        }),
+        Err(_) => Ok(Selection {
+            archs: detect_archs(),
+            reason: Reason::Detected,
+        }),
+    }
+}
+
+/// A `ZIPCOLL_GPU_ARCHS` value: architectures separated by commas (`sm_90,gfx942`), `all`, or
+/// `none` (or empty): the simulator only.
+pub fn parse_archs(list: &str) -> Result<Vec<GpuArch>, BuildError> {
+    let mut archs = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        match name {
+            "all" => archs.extend(GpuArch::ALL),
+            "none" => {}
+            _ => archs.push(GpuArch::from_cpu(name).ok_or_else(|| BuildError::UnknownArch { name: name.into() })?),
+        }
+    }
+    Ok(GpuArch::ALL.into_iter().filter(|a| archs.contains(a)).collect())
+}
+
+/// The architectures of this machine's GPUs: NVIDIA's from `nvidia-smi`'s compute capabilities
+/// (9.0 and later run the `sm_90` module, 8.x the `sm_80` one), AMD's from the kernel driver's
+/// topology (`gfx_target_version` 90402 is gfx942, 90500 gfx950). Empty without a GPU.
+pub fn detect_archs() -> Vec<GpuArch> {
+    let mut found = Vec::new();
+    if let Ok(out) = Command::new("nvidia-smi")
+        .args(["--query-gpu=compute_cap", "--format=csv,noheader"])
+        .output()
+    {
+        let text = String::from_utf8_lossy(&out.stdout);
+        found.extend(text.lines().filter_map(nvidia_arch));
+    }
+    if let Ok(nodes) = std::fs::read_dir("/sys/class/kfd/kfd/topology/nodes") {
+        for node in nodes.flatten() {
+            let props = std::fs::read_to_string(node.path().join("properties")).unwrap_or_default();
+            found.extend(props.lines().filter_map(amd_arch));
+        }
+    }
+    GpuArch::ALL.into_iter().filter(|a| found.contains(a)).collect()
+}
+
+/// The module for a compute capability line of `nvidia-smi` (`9.0`, `8.6`).
+fn nvidia_arch(line: &str) -> Option<GpuArch> {
+    let major: u32 = line.trim().split('.').next()?.parse().ok()?;
+    match major {
+        9.. => Some(GpuArch::Sm90),
+        8 => Some(GpuArch::Sm80),
+        _ => None,
+    }
+}
+
+/// The code object for a `gfx_target_version` line of the AMD driver's topology.
+fn amd_arch(line: &str) -> Option<GpuArch> {
+    match line.strip_prefix("gfx_target_version")?.trim() {
+        "90402" => Some(GpuArch::Gfx942),
+        "90500" => Some(GpuArch::Gfx950),
+        _ => None,
+    }
+}
 
 /// The repository root (this crate lives at `targets/builder`).
 pub fn repo_root() -> PathBuf {
@@ -141,6 +248,17 @@ impl Toolchain {
     /// memory per entry). Fails if ptxas rejects the module. Compiles functions on every core
     /// (`--split-compile 0`): the module's collective kernels take minutes on one.
     pub fn ptxas_verbose(&self, ptx: &Path, arch: &str) -> Result<String, BuildError> {
+        self.ptxas(ptx, arch).map(|(report, _)| report)
+    }
+
+    /// Compiles `ptx` ahead of time for `arch` (`sm_90`) with ptxas (as [`Self::ptxas_verbose`])
+    /// and returns the path of the `.cubin`, beside the PTX.
+    pub fn cubin(&self, ptx: &Path, arch: &str) -> Result<PathBuf, BuildError> {
+        self.ptxas(ptx, arch).map(|(_, cubin)| cubin)
+    }
+
+    /// ptxas's verbose report and the cubin it wrote.
+    fn ptxas(&self, ptx: &Path, arch: &str) -> Result<(String, PathBuf), BuildError> {
         let cubin = ptx.with_extension(format!("{arch}.cubin"));
         let mut cmd = Command::new(&self.ptxas);
         cmd.arg(format!("-arch={arch}"))
@@ -149,7 +267,7 @@ impl Toolchain {
             .arg(ptx)
             .arg("-o")
             .arg(&cubin);
-        run("ptxas", cmd)
+        run("ptxas", cmd).map(|report| (report, cubin))
     }
 
     /// `llvm-readelf --notes` over an AMD code object: its kernel metadata.
@@ -212,4 +330,38 @@ pub fn build(tc: &Toolchain, arch: GpuArch) -> Result<PathBuf, BuildError> {
         .args(["build", "--release", "--locked", "--target", triple]);
     run("cargo build (GPU kernels)", cmd)?;
     Ok(target_dir.join(triple).join("release").join(arch.artifact_name()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arch_lists_parse_in_build_order_without_repeats() {
+        assert_eq!(
+            parse_archs("gfx942, sm_90,sm_90").unwrap(),
+            [GpuArch::Sm90, GpuArch::Gfx942]
+        );
+        assert_eq!(parse_archs("all").unwrap(), GpuArch::ALL);
+        assert_eq!(parse_archs("none").unwrap(), []);
+        assert_eq!(parse_archs("").unwrap(), []);
+        let err = parse_archs("sm_90,sm_70").unwrap_err().to_string();
+        assert!(
+            err.contains("ZIPCOLL_GPU_ARCHS: `sm_70`") && err.contains("sm_80"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn detected_devices_map_to_modules() {
+        assert_eq!(nvidia_arch("9.0"), Some(GpuArch::Sm90));
+        assert_eq!(nvidia_arch("10.0\n"), Some(GpuArch::Sm90));
+        assert_eq!(nvidia_arch("8.6"), Some(GpuArch::Sm80));
+        assert_eq!(nvidia_arch("7.5"), None);
+        assert_eq!(nvidia_arch("[N/A]"), None);
+        assert_eq!(amd_arch("gfx_target_version 90402"), Some(GpuArch::Gfx942));
+        assert_eq!(amd_arch("gfx_target_version 90500"), Some(GpuArch::Gfx950));
+        assert_eq!(amd_arch("gfx_target_version 0"), None);
+        assert_eq!(amd_arch("simd_count 0"), None);
+    }
 }
