@@ -4,9 +4,9 @@
 #
 # | job      | what                                                                          |
 # |----------|-------------------------------------------------------------------------------|
-# | gpu code | zipcoll-tests' gpu_code: the kernel crate built for sm_90, sm_80, gfx942 and   |
-# |          | gfx950, validated by ptxas and llvm-readelf, under snapshots (own target dir)  |
-# | host     | clippy over the workspace, then every other test (device code on the simulator) |
+# | gpu code | zipcoll-tests: the kernel crate built for sm_90, sm_80, gfx942 and gfx950,     |
+# |          | validated by ptxas and llvm-readelf, under snapshots (its own target dir)      |
+# | host     | clippy over the workspace, then every other crate's tests (device code on the simulator) |
 #
 # Exits non-zero if either fails; prints the GPU-code job's log after the host job.
 set -euo pipefail
@@ -21,7 +21,7 @@ mkdir -p target
 log=target/gpu-code-tests.log
 phase "gpu code tests (background, log in $log)"
 (
-  CARGO_TARGET_DIR=target/gpu-tests cargo test --locked -p zipcoll-tests --test gpu_code >"$log" 2>&1
+  CARGO_TARGET_DIR=target/gpu-tests cargo test --locked -p zipcoll-tests >"$log" 2>&1
 ) &
 gpu=$!
 host=0
@@ -30,7 +30,6 @@ cargo clippy --workspace --all-targets --locked -- -D warnings || host=$?
 if [ "$host" = 0 ]; then
   phase "host tests"
   cargo test --workspace --locked --exclude zipcoll-tests || host=$?
-  cargo test --locked -p zipcoll-tests --lib --test sim_warp || host=$?
 fi
 phase "waiting for the gpu code tests"
 gpu_rc=0
