@@ -1,4 +1,7 @@
-//! Tests of the `zipcoll` binary: small files written here, the binary run on them.
+//! Tests of the command-line tools: the `zipcoll` binary on small files written here, and
+//! `zipcoll-bench` without a GPU, through what a user
+//! sees: stdout, stderr and the exit status (0 ok, 1 check failed, 2 usage, 3 runtime, 141 stdout
+//! closed; `src/bin/common`).
 //!
 //! | test                                   | file                                   | expects                                         |
 //! |----------------------------------------|----------------------------------------|-------------------------------------------------|
@@ -8,12 +11,16 @@
 //! | `safetensors_two_dtypes`               | BF16 + F32 + I32 tensors               | both float tensors with their dtypes, the I32 one skipped with a note; `--dtype` filters |
 //! | `auto_codec_checks_realized_size`      | N(0,1) bf16                            | the NET pick encoded and accepted               |
 //! | `errors_exit_nonzero_with_a_message`   | missing file, odd length, unknown codec, unknown dtype, no --dtype, a bad safetensors file | exit != 0 and the message |
-//! | `gpu_flag_runs_on_cuda_or_is_a_clear_error` | --gpu                             | with a CUDA GPU: exit 0 on `cuda:0`; without: exit 2 and the message |
+//! | `gpu_flag_runs_on_cuda_or_is_a_clear_error` | --gpu                             | with a CUDA GPU: exit 0 on `cuda:0`; without: exit 3 and the message |
+//! | `inspect_into_a_closed_pipe_stops_quietly` | stdout a pipe whose reader is gone | exit 141, no panic, nothing on stderr     |
+//! | `frame_elems_are_checked_before_any_work` | --frame-elems over a dtype's limit  | exit 2, nothing on stdout; `--help` states the range |
+//! | `every_tool_has_version_and_exit_statuses` | --version, --help                   | the tool's name and version; the exit-status table |
+//! | `bench_codec_usage_is_checked_first`    | `zipcoll-bench codec` with bad values  | exit 2 (usage) before it looks for a GPU        |
 
 use safetensors::tensor::TensorView;
 use safetensors::Dtype;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use zipcoll_device::dtype::{Bf16, Elem, F32, F8E4M3, F8E5M2};
 
 /// A directory removed when dropped.
@@ -237,7 +244,96 @@ fn gpu_flag_runs_on_cuda_or_is_a_clear_error() {
         assert!(success(&out).contains("on cuda:0"));
     } else {
         let (_, stderr) = text(&out);
-        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(out.status.code(), Some(3), "{stderr}");
         assert!(stderr.contains("--gpu needs a usable CUDA GPU"), "{stderr}");
+    }
+}
+
+#[test]
+fn inspect_into_a_closed_pipe_stops_quietly() {
+    let dir = TempDir::new("pipe");
+    let file = dir.path("x.bf16");
+    std::fs::write(&file, bytes_of::<Bf16>(&normal(4096, 8))).unwrap();
+    // the reader is gone before the tool writes anything: its first line meets a broken pipe
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_zipcoll"))
+        .args(["inspect", s(&file), "--dtype", "bf16"])
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}
+
+#[test]
+fn frame_elems_are_checked_before_any_work() {
+    let dir = TempDir::new("frames");
+    let file = dir.path("x.f32");
+    std::fs::write(&file, bytes_of::<F32>(&normal(1024, 9))).unwrap();
+    let out = inspect(&[s(&file), "--dtype", "f32", "--frame-elems", "300000000"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stdout.is_empty(), "nothing runs before the check:\n{stdout}");
+    assert!(
+        stderr.contains("--frame-elems 300000000: frames of f32 (<raw>) hold at most 268435456 elements"),
+        "{stderr}"
+    );
+    let help = success(&inspect(&["--help"]));
+    assert!(help.contains("268435456 f32 elements"), "{help}");
+}
+
+/// Runs `exe` with `args` and the environment variables `env`.
+fn tool(exe: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(exe);
+    c.args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run the tool")
+}
+
+/// Asserts `out` exited with `code` and its stderr contains `message`.
+fn fails_with(out: &Output, code: i32, message: &str) {
+    let (o, e) = text(out);
+    assert_eq!(out.status.code(), Some(code), "stdout:\n{o}\nstderr:\n{e}");
+    assert!(e.contains(message), "wanted {message:?} in:\n{e}");
+}
+
+#[test]
+fn every_tool_has_version_and_exit_statuses() {
+    for (exe, name) in [
+        (env!("CARGO_BIN_EXE_zipcoll"), "zipcoll"),
+        (env!("CARGO_BIN_EXE_zipcoll-bench"), "zipcoll-bench"),
+    ] {
+        let version = success(&tool(exe, &["--version"], &[]));
+        assert_eq!(version.trim(), format!("{name} {}", env!("CARGO_PKG_VERSION")));
+        let help = success(&tool(exe, &["--help"], &[]));
+        assert!(help.contains("Exit status: 0 ok; 1 a check failed"), "{name}:\n{help}");
+    }
+}
+
+#[test]
+fn bench_codec_usage_is_checked_first() {
+    let bench = env!("CARGO_BIN_EXE_zipcoll-bench");
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["codec", "--repeats", "0"],
+            "invalid value '0' for '--repeats <REPEATS>'",
+        ),
+        (
+            &["codec", "--frame-elems", "0"],
+            "expected a number of elements in 1..=1073741824",
+        ),
+        (
+            &["codec", "--dtype", "f32", "--frame-elems", "300000000"],
+            "--frame-elems 300000000: frames of f32 hold at most 268435456 elements",
+        ),
+        (&["crosscheck", "--sizes", "1Q"], "\"1Q\" is not a size"),
+    ];
+    for (args, message) in cases {
+        fails_with(&tool(bench, args, &[]), 2, message);
     }
 }
