@@ -645,6 +645,30 @@ fn gradients(n: usize, rank: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Bytes in the largest binary unit that keeps them whole or nearly (`64 KiB`, `1.50 MiB`).
+fn binary_bytes(bytes: usize) -> String {
+    let units = [("GiB", 30), ("MiB", 20), ("KiB", 10)];
+    match units.iter().find(|&&(_, shift)| bytes >= 1 << shift) {
+        Some(&(unit, shift)) if bytes.is_multiple_of(1 << shift) => format!("{} {unit}", bytes >> shift),
+        Some(&(unit, shift)) => format!("{:.2} {unit}", bytes as f64 / (1u64 << shift) as f64),
+        None => format!("{bytes} B"),
+    }
+}
+
+/// Seconds as milliseconds.
+fn millis(s: f64) -> String {
+    format!("{:.3} ms", s * 1e3)
+}
+
+/// Bytes per second in GB/s, or MB/s below 1 GB/s (10^9 and 10^6 bytes, as NCCL's tests).
+fn rate(bytes_per_s: f64) -> String {
+    if bytes_per_s >= 1e9 {
+        format!("{:.2} GB/s", bytes_per_s / 1e9)
+    } else {
+        format!("{:.2} MB/s", bytes_per_s / 1e6)
+    }
+}
+
 /// Mean seconds per call of `iters` (at least 1) calls of `f`, enqueued back to back after 3
 /// warm-up calls and synchronized once at the end of the timed region.
 fn time(comm: &Communicator, iters: u32, mut f: impl FnMut() -> Result<(), Error>) -> Result<f64, Error> {
@@ -712,20 +736,20 @@ fn bench(comm: &Communicator, sizes: &[u64], iters: u32) -> Result<(), Error> {
                 g.launch(opts)
             })?;
             if rank == 0 {
-                let gb = |b: usize, t: f64| b as f64 / t / 1e9;
+                let bw = |b: usize, t: f64| b as f64 / t;
                 let bus = 2.0 * (k - 1) as f64 / k as f64;
                 say!(
-                    "bench {:?} {k} ranks size {:>6} MiB {pname:4}: all_reduce {:8.3} ms algbw {:7.2} GB/s busbw {:7.2} | all_gather {:8.3} ms algbw {:7.2} GB/s busbw {:7.2} | send/recv {:8.3} ms {:7.2} GB/s",
+                    "bench {:?} {k} ranks size {:>9} {pname:4}: all_reduce {:>10} algbw {:>11} busbw {:>11} | all_gather {:>10} algbw {:>11} busbw {:>11} | send/recv {:>10} {:>11}",
                     comm.transport(),
-                    bytes >> 20,
-                    ar * 1e3,
-                    gb(bytes, ar),
-                    gb(bytes, ar) * bus,
-                    ag * 1e3,
-                    gb(gathered, ag),
-                    gb(gathered, ag) * (k - 1) as f64 / k as f64,
-                    sr * 1e3,
-                    gb(bytes, sr)
+                    binary_bytes(bytes),
+                    millis(ar),
+                    rate(bw(bytes, ar)),
+                    rate(bw(bytes, ar) * bus),
+                    millis(ag),
+                    rate(bw(gathered, ag)),
+                    rate(bw(gathered, ag) * (k - 1) as f64 / k as f64),
+                    millis(sr),
+                    rate(bw(bytes, sr))
                 );
             }
         }
@@ -816,4 +840,68 @@ fn run(cli: &Cli) -> Result<(), Fail> {
 
 fn main() -> ExitCode {
     common::exit(run(&Cli::parse()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_rates_read_as_written() {
+        assert_eq!(binary_bytes(1000), "1000 B");
+        assert_eq!(binary_bytes(64 << 10), "64 KiB");
+        assert_eq!(binary_bytes(3 << 19), "1.50 MiB");
+        assert_eq!(binary_bytes(1 << 30), "1 GiB");
+        assert_eq!(rate(2.5e9), "2.50 GB/s");
+        assert_eq!(rate(1.2e6), "1.20 MB/s");
+    }
+
+    #[test]
+    fn selections_follow_quick_and_the_filters() {
+        let all = Selection::new(&CheckArgs::default(), 4).unwrap();
+        assert_eq!((all.cases.len(), all.combos.len(), all.policies.len()), (8, 11, 4));
+        assert_eq!(all.counts, vec![0, 1, 1000, 1_500_007]);
+        let quick = CheckArgs {
+            quick: true,
+            ..CheckArgs::default()
+        };
+        let q = Selection::new(&quick, 4).unwrap();
+        assert_eq!(
+            (q.cases.len() * q.per_case(), q.counts.clone()),
+            (288, vec![1, 1000, 40_000])
+        );
+        let f16 = CheckArgs {
+            dtype: vec![DType::F16],
+            coll: vec![CollName::AllReduce],
+            ..quick.clone()
+        };
+        let s = Selection::new(&f16, 4).unwrap();
+        assert_eq!(s.combos, vec![(DType::F16, ReduceOp::Sum), (DType::F16, ReduceOp::Max)]);
+        assert_eq!(s.cases.len(), 2);
+        let exact = CheckArgs {
+            dtype: vec![DType::F8E5M2],
+            op: vec![OpName::Avg],
+            ..CheckArgs::default()
+        };
+        assert_eq!(
+            Selection::new(&exact, 2).unwrap().combos,
+            vec![(DType::F8E5M2, ReduceOp::Avg)]
+        );
+        let none = CheckArgs {
+            dtype: vec![DType::F16],
+            op: vec![],
+            coll: vec![CollName::SendRecv],
+            ..CheckArgs::default()
+        };
+        assert!(matches!(Selection::new(&none, 1), Err(Error::InvalidArgument(_))));
+        let no_pair = CheckArgs {
+            op: vec![OpName::Prod],
+            dtype: vec![],
+            ..CheckArgs::default()
+        };
+        assert_eq!(
+            Selection::new(&no_pair, 2).unwrap().combos,
+            vec![(DType::Bf16, ReduceOp::Prod)]
+        );
+    }
 }
