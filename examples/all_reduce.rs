@@ -50,8 +50,9 @@ struct Args {
     /// Ranks, at least 1 [default: the number of GPUs, or 4 on the simulator].
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     ranks: Option<u16>,
-    /// Elements per rank.
-    #[arg(long, default_value_t = 1 << 18)]
+    /// Elements per rank, at most 2^28 (every rank holds all the ranks' inputs for the
+    /// reference).
+    #[arg(long, default_value_t = 1 << 18, value_parser = parse_count)]
     count: usize,
     /// auto, sim, p2p or net.
     #[arg(long, default_value = "auto", value_parser = parse_transport)]
@@ -64,6 +65,13 @@ enum Where {
     Auto,
     Sim,
     Cuda,
+}
+
+fn parse_count(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n <= 1 << 28 => Ok(n),
+        _ => Err(format!("expected a number of elements in 0..={}", 1 << 28)),
+    }
 }
 
 fn parse_transport(s: &str) -> Result<TransportKind, String> {

@@ -68,7 +68,8 @@ struct Cli {
     #[arg(long, global = true, value_parser = clap::value_parser!(u64).range(1..))]
     timeout_ms: Option<u64>,
     /// The NET transport's rate limit per peer in bytes per second (500M, 2G: powers of 1024;
-    /// off) [default: $ZIPCOLL_NET_RATE_LIMIT, else none].
+    /// off) [default: $ZIPCOLL_NET_RATE_LIMIT, which the NET transport still reads with k, M, G
+    /// as powers of 1000, else none].
     #[arg(long, global = true, value_parser = parse_rate)]
     net_rate_limit: Option<RateLimit>,
 }
@@ -134,8 +135,9 @@ struct CheckArgs {
     /// Only these compressions.
     #[arg(long, value_enum, value_delimiter = ',')]
     compression: Vec<PolicyName>,
-    /// Only these element counts per rank [default: 0, 1, 1000, 1500007; --quick: 1, 1000, 40000].
-    #[arg(long, value_delimiter = ',')]
+    /// Only these element counts per rank, each at most 2^28 [default: 0, 1, 1000, 1500007;
+    /// --quick: 1, 1000, 40000].
+    #[arg(long, value_delimiter = ',', value_parser = parse_count)]
     count: Vec<usize>,
 }
 
@@ -240,6 +242,17 @@ fn parse_dtype(s: &str) -> Result<DType, String> {
         .into_iter()
         .find(|&d| dtype_name(d) == s.trim().to_ascii_lowercase())
         .ok_or_else(|| format!("unknown dtype {s:?} (bf16, f16, f32, f8e4m3, f8e5m2)"))
+}
+
+/// The most elements per rank `check --count` takes: the check holds every rank's input in
+/// each process (an all_to_all's is `ranks x count`).
+const MAX_CHECK_COUNT: usize = 1 << 28;
+
+fn parse_count(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n <= MAX_CHECK_COUNT => Ok(n),
+        _ => Err(format!("expected a number of elements in 0..={MAX_CHECK_COUNT}")),
+    }
 }
 
 fn parse_bench_size(s: &str) -> Result<u64, String> {

@@ -369,7 +369,7 @@ type UsageCase<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
 
 #[test]
 fn comm_usage_errors_name_the_problem() {
-    let cases: [UsageCase; 9] = [
+    let cases: [UsageCase; 10] = [
         (
             &["check", "--ranks", "0"],
             &[],
@@ -405,6 +405,11 @@ fn comm_usage_errors_name_the_problem() {
             &["check", "--coll", "send_recv", "--ranks", "1"],
             &[],
             "selects no collective with 1 rank(s) (send_recv needs 2)",
+        ),
+        (
+            &["check", "--count", "18446744073709551615"],
+            &[],
+            "expected a number of elements in 0..=268435456",
         ),
         (&["bench", "--net-rate-limit", "fast"], &[], "\"fast\" is not a rate"),
     ];
