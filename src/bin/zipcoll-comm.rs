@@ -584,12 +584,13 @@ fn sim_output(
     Ok(outs.into_iter().next().unwrap_or_default())
 }
 
-/// Whether `e` is what a dead peer must cause: a failed collective, a timeout, or a peer's
-/// report (the NET transport's).
+/// Whether `e` is what a dead peer must cause: a failed collective, a timeout, a peer's report
+/// (the NET transport's), or the abort its own timed-out kernel raised (what the NET transport
+/// reports then). Anything else (an I/O, a device, an argument error) is not the death seen.
 fn is_peer_failure(e: &Error) -> bool {
     matches!(
         e,
-        Error::Collective { .. } | Error::Timeout { .. } | Error::Remote { .. }
+        Error::Collective { .. } | Error::Timeout { .. } | Error::Remote { .. } | Error::Aborted
     )
 }
 
