@@ -10,16 +10,26 @@
 //! Inputs are deterministic (`--seed`) and mix normal values with NaN payloads, ±0, ±inf and
 //! subnormals (`zipcoll::testdata`). Sizes: a few small counts that are not multiples of the
 //! block size, plus about a million elements (`--large`); `warp_all_reduce` uses whole warps.
-//! One line per (kernel, dtype, op); the exit status is non-zero on any mismatch or error.
+//! One line per (kernel, dtype, op). Exit statuses are those of every zipcoll tool
+//! (`src/bin/common`): 0 all bit-identical, 1 a mismatch, 2 usage error, 3 a backend that
+//! cannot run kernels or a failed launch (when nothing mismatched), 141 stdout closed early.
+
+#[path = "../src/bin/common/mod.rs"]
+mod common;
 
 use clap::Parser;
-use std::io::Write;
+use common::{say, Fail};
 use std::process::ExitCode;
 use std::time::Instant;
 use zipcoll::{reference, testdata, Backend, DType, Error, ReduceOp};
 
 #[derive(Parser)]
-#[command(about = "Runs reduce_copy and warp_all_reduce for every dtype x op and checks them bit for bit")]
+#[command(
+    name = "reduce_copy",
+    version,
+    about = "Runs reduce_copy and warp_all_reduce for every dtype x op and checks them bit for bit",
+    after_help = common::EXIT_STATUSES
+)]
 struct Args {
     /// Where to run: auto (a GPU if present, else the simulator), sim, sim64, cuda[:N] or hip[:N].
     #[arg(long, default_value = "auto")]
@@ -164,26 +174,16 @@ fn check(args: &Args, backend: Backend, kernel: Kernel, dtype: DType, op: Reduce
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let backend = if args.backend == "auto" {
-        Backend::detect()
-    } else {
-        match args.backend.parse::<Backend>() {
-            Ok(b) => b,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        }
+    let backend = match args.backend.as_str() {
+        "auto" => Ok(Backend::detect()),
+        b => b.parse::<Backend>().map_err(Fail::from),
     };
-    match run(&args, backend, &mut std::io::stdout().lock()) {
-        Ok(true) => ExitCode::SUCCESS,
-        // A mismatch, a failed launch, or stdout closed early (e.g. piped into `head`).
-        Ok(false) | Err(_) => ExitCode::FAILURE,
-    }
+    common::exit(backend.and_then(|backend| run(&args, backend)))
 }
 
-/// Checks every (kernel, dtype, op), one line each; `Ok(true)` when all are bit-identical.
-fn run(args: &Args, backend: Backend, out: &mut impl Write) -> std::io::Result<bool> {
+/// Checks every (kernel, dtype, op), one line each: a mismatch is [`Fail::Check`], a failed
+/// launch (with no mismatch) [`Fail::Runtime`].
+fn run(args: &Args, backend: Backend) -> Result<(), Fail> {
     let verdict = if backend.is_sim() {
         "bit-identical to the scalar reference"
     } else {
@@ -199,17 +199,15 @@ fn run(args: &Args, backend: Backend, out: &mut impl Write) -> std::io::Result<b
     } else {
         "no (run `bash scripts/setup.sh`, then rebuild)"
     };
-    writeln!(
-        out,
+    say!(
         "backend {backend} (warp width {}), checked against {against}; GPU kernels embedded: {embedded}",
         backend.warp_width()
-    )?;
-    if let Err(e) = backend.prepare() {
-        writeln!(out, "error: {backend} cannot run kernels: {e}")?;
-        return Ok(false);
-    }
+    );
+    backend
+        .prepare()
+        .map_err(|e| Fail::Runtime(format!("{backend} cannot run kernels: {e}")))?;
     let start = Instant::now();
-    let (mut lines, mut failures) = (0usize, 0usize);
+    let (mut lines, mut mismatches, mut errors) = (0usize, 0usize, 0usize);
     for kernel in [Kernel::ReduceCopy, Kernel::WarpAllReduce] {
         let sizes = kernel.sizes(backend.warp_width() as usize, args.large);
         let counts = sizes.iter().map(usize::to_string).collect::<Vec<_>>().join("+");
@@ -225,23 +223,31 @@ fn run(args: &Args, backend: Backend, out: &mut impl Write) -> std::io::Result<b
                 let head = format!("{name:<16} {dtype:<7} {op:<5} {backend:<7} n={counts:<22}");
                 lines += 1;
                 match outcome {
-                    Outcome::Identical => writeln!(out, "{head} {verdict} ({:.2} s)", t.elapsed().as_secs_f64())?,
+                    Outcome::Identical => say!("{head} {verdict} ({:.2} s)", t.elapsed().as_secs_f64()),
                     Outcome::Mismatch(m) => {
-                        failures += 1;
-                        writeln!(out, "{head} MISMATCH: {m}")?;
+                        mismatches += 1;
+                        say!("{head} MISMATCH: {m}");
                     }
                     Outcome::Failed(e) => {
-                        failures += 1;
-                        writeln!(out, "{head} ERROR: {e}")?;
+                        errors += 1;
+                        say!("{head} ERROR: {e}");
                     }
                 }
             }
         }
     }
-    writeln!(
-        out,
-        "{lines} checks, {failures} failed, {:.1} s",
+    say!(
+        "{lines} checks, {} failed, {:.1} s",
+        mismatches + errors,
         start.elapsed().as_secs_f64()
-    )?;
-    Ok(failures == 0)
+    );
+    match (mismatches, errors) {
+        (0, 0) => Ok(()),
+        (0, e) => Err(Fail::Runtime(format!(
+            "{e} of {lines} checks could not run (the ERROR lines)"
+        ))),
+        (m, _) => Err(Fail::Check(format!(
+            "{m} of {lines} checks were not bit-identical (the MISMATCH lines)"
+        ))),
+    }
 }

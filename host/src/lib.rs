@@ -12,6 +12,7 @@
 //! | [`hip`]         | HIP devices, the embedded code objects, checked launches (`sys` -> `result` -> safe types) |
 //! | [`testdata`]    | deterministic inputs with NaN payloads, ±0, ±inf and subnormals   |
 //! | [`error`]       | [`Error`]: every failure as a typed value                         |
+//! | [`units`]       | sizes and rates as people write them (`64K`, `16MiB`, `500M/s`): one parser for every setting and flag |
 //!
 //! ```
 //! use zipcoll_host::{reduce_copy, testdata, Backend, DType, ReduceOp};
@@ -39,6 +40,7 @@ pub mod registry;
 mod sim;
 pub mod testdata;
 pub mod transport;
+pub mod units;
 
 /// The CUDA driver bindings this crate uses, for callers that hold device buffers of their own
 /// (e.g. [`codec::cuda::CudaCodec`]'s arguments, events for timing).

@@ -2,11 +2,14 @@
 //!
 //! | command      | what it does                                                                  | exit status |
 //! |--------------|-------------------------------------------------------------------------------|-------------|
-//! | `codec`      | per (data, dtype, codec incl. RAW, frame size): encode and decode timed with CUDA events on device-resident buffers (median of `--repeats` after `--warmup`), compression ratio, a device-to-device memcpy of the same size as the ceiling, round trip checked bit for bit after timing; a markdown table on stdout, CSV with `--out` | 1 on any failure or mismatch |
+//! | `codec`      | per (data, dtype, codec incl. RAW, frame size): encode and decode timed with CUDA events on device-resident buffers (median of `--repeats` after `--warmup`), compression ratio, a device-to-device memcpy of the same size as the ceiling, round trip checked bit for bit after timing; a markdown table on stdout, CSV with `--out` | 1 on any failed case or mismatch |
 //! | `crosscheck` | per (size, dtype, data kind, codec): encode on the GPU and on the simulator, frames byte for byte equal; GPU frames decoded on the simulator and simulator frames on the GPU, both bit for bit the data | 1 on any difference |
 //!
-//! Both need a CUDA device and exit with status 2 (saying why) without one: there is no
-//! fallback to the simulator.
+//! Both need a CUDA device and exit with status 3 (saying why) without one: there is no
+//! fallback to the simulator. Arguments are checked before anything runs (status 2), the
+//! frame sizes against every dtype. Exit statuses are those of every zipcoll tool
+//! (`src/bin/common`): 0 ok, 1 a check failed, 2 usage error, 3 runtime error, 141 stdout
+//! closed early.
 //!
 //! ```sh
 //! zipcoll-bench codec --sizes 1M,16M,256M,1G --dtype bf16,f16,f32,f8e4m3 --data normal --out results.csv
@@ -16,22 +19,32 @@
 //! ```
 //!
 //! GB/s are uncompressed bytes over the median time (1 GB = 10^9 bytes); the ratio is the
-//! frames' bytes (headers included) over the data's. Sizes take K, M and G suffixes (binary:
-//! `1M` = 2^20 bytes) and are rounded down to whole elements.
+//! frames' bytes (headers included) over the data's. Sizes take the suffixes of
+//! `zipcoll::units` (`64K`, `16MiB`, `1G`: powers of 1024) and are rounded down to whole
+//! elements.
+
+#[path = "common/mod.rs"]
+mod common;
 
 use clap::{Args, Parser, Subcommand};
+use common::{say, Fail};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 use zipcoll::codec::cuda::CudaCodec;
-use zipcoll::codec::{self, check_decode_status, pack_slots, slot_bytes, Encoded};
+use zipcoll::codec::{self, check_decode_status, pack_slots, slot_bytes, Encoded, MAX_FRAME_DATA_BYTES};
 use zipcoll::cudarc::driver::sys::CUevent_flags;
 use zipcoll::cudarc::driver::CudaSlice;
-use zipcoll::{testdata, Backend, CodecId, DType, Error};
+use zipcoll::{testdata, units, Backend, CodecId, DType};
 
 #[derive(Parser)]
-#[command(about = "GPU benchmarks and GPU-vs-simulator checks of zipcoll's frame codec")]
+#[command(
+    name = "zipcoll-bench",
+    version,
+    about = "GPU benchmarks and GPU-vs-simulator checks of zipcoll's frame codec",
+    after_help = common::EXIT_STATUSES
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -40,17 +53,19 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Times encode and decode of every codec on a CUDA GPU.
+    #[command(after_help = common::EXIT_STATUSES)]
     Codec(CodecArgs),
     /// Checks GPU frames against simulator frames, and decoding across the two.
+    #[command(after_help = common::EXIT_STATUSES)]
     Crosscheck(CrossArgs),
 }
 
 #[derive(Args)]
 struct CodecArgs {
-    /// Data sizes in bytes (K, M, G suffixes), for generated data and files alike (a file is
-    /// read up to the size); ignored with --files.
-    #[arg(long, value_delimiter = ',', default_value = "1M,16M,256M,1G")]
-    sizes: Vec<String>,
+    /// Data sizes in bytes (4096, 64K, 16MiB, 1G: powers of 1024), for generated data and files
+    /// alike (a file is read up to the size); ignored with --files.
+    #[arg(long, value_delimiter = ',', default_value = "1M,16M,256M,1G", value_parser = parse_size)]
+    sizes: Vec<usize>,
     /// Dtypes: bf16, f16, f32, f8e4m3, f8e5m2 or all [default: bf16,f16,f32,f8e4m3; with
     /// --files: the dtype in each file's name].
     #[arg(long, value_delimiter = ',')]
@@ -66,15 +81,16 @@ struct CodecArgs {
     /// Codecs: raw, fixedlen, expwindow, expans, huffman or all.
     #[arg(long, value_delimiter = ',', default_value = "all")]
     codec: Vec<String>,
-    /// Elements per frame (one warp per frame); several values sweep.
-    #[arg(long, value_delimiter = ',', default_value = "8192")]
+    /// Elements per frame (one warp per frame), 1 up to 1 GiB of data (1073741824 fp8,
+    /// 536870912 bf16 or f16, 268435456 f32 elements); several values sweep.
+    #[arg(long, value_delimiter = ',', default_value = "8192", value_parser = parse_frame_elems)]
     frame_elems: Vec<usize>,
-    /// Timed runs per measurement (the median is reported).
-    #[arg(long, default_value_t = 20)]
-    repeats: usize,
+    /// Timed runs per measurement, at least 1 (the median is reported).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    repeats: u32,
     /// Untimed runs before the timed ones.
     #[arg(long, default_value_t = 3)]
-    warmup: usize,
+    warmup: u32,
     /// Write the results as CSV here.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -88,17 +104,19 @@ struct CodecArgs {
 
 #[derive(Args)]
 struct CrossArgs {
-    /// Data sizes in bytes (K, M, G suffixes); the simulator side takes a few seconds per MiB.
-    #[arg(long, value_delimiter = ',', default_value = "4M,12345")]
-    sizes: Vec<String>,
+    /// Data sizes in bytes (4096, 64K, 16MiB: powers of 1024); the simulator side takes a few
+    /// seconds per MiB.
+    #[arg(long, value_delimiter = ',', default_value = "4M,12345", value_parser = parse_size)]
+    sizes: Vec<usize>,
     /// Dtypes: bf16, f16, f32, f8e4m3, f8e5m2 or all.
     #[arg(long, value_delimiter = ',', default_value = "all")]
     dtype: Vec<String>,
     /// Codecs: raw, fixedlen, expwindow, expans, huffman or all.
     #[arg(long, value_delimiter = ',', default_value = "all")]
     codec: Vec<String>,
-    /// Elements per frame.
-    #[arg(long, default_value_t = 8192)]
+    /// Elements per frame, 1 up to 1 GiB of data (1073741824 fp8, 536870912 bf16 or f16,
+    /// 268435456 f32 elements).
+    #[arg(long, default_value_t = 8192, value_parser = parse_frame_elems)]
     frame_elems: usize,
     /// Seed of the generated data.
     #[arg(long, default_value_t = 0x5eed)]
@@ -108,47 +126,43 @@ struct CrossArgs {
     device: usize,
 }
 
-/// A failure of the tool: what to print, and the exit status.
-struct Fail(String, u8);
-
-impl From<Error> for Fail {
-    fn from(e: Error) -> Self {
-        Fail(e.to_string(), 1)
-    }
-}
-
 type Res<T> = Result<T, Fail>;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
+    common::exit(match cli.command {
         Command::Codec(args) => run_codec(&args),
         Command::Crosscheck(args) => run_crosscheck(&args),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Fail(message, status)) => {
-            eprintln!("zipcoll-bench: {message}");
-            ExitCode::from(status)
-        }
+    })
+}
+
+/// `--sizes`' values: bytes as [`units::parse_size`] reads them.
+fn parse_size(s: &str) -> Result<usize, String> {
+    let bytes = units::parse_size(s).map_err(|e| e.to_string())?;
+    usize::try_from(bytes).map_err(|_| format!("{bytes} bytes do not fit this machine's memory"))
+}
+
+/// `--frame-elems`' values: `1..=MAX_FRAME_DATA_BYTES` (each dtype's own limit is checked
+/// before any work, [`check_frame_elems`]).
+fn parse_frame_elems(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_FRAME_DATA_BYTES).contains(&n) => Ok(n),
+        _ => Err(format!("expected a number of elements in 1..={MAX_FRAME_DATA_BYTES}")),
     }
 }
 
-/// `1M` -> 2^20 and so on.
-fn parse_size(s: &str) -> Res<usize> {
-    let t = s.trim().to_ascii_uppercase();
-    let t = t.trim_end_matches("IB").trim_end_matches('B');
-    let (digits, shift) = match t.chars().last() {
-        Some('K') => (&t[..t.len() - 1], 10),
-        Some('M') => (&t[..t.len() - 1], 20),
-        Some('G') => (&t[..t.len() - 1], 30),
-        _ => (t, 0),
-    };
-    digits
-        .parse::<usize>()
-        .ok()
-        .and_then(|v| v.checked_mul(1 << shift))
-        .ok_or_else(|| Fail(format!("bad size {s:?} (examples: 4096, 64K, 1M, 1G)"), 2))
+/// Checks that frames of each of `frame_elems` fit 1 GiB of each of `dtypes`.
+fn check_frame_elems(dtypes: impl IntoIterator<Item = DType>, frame_elems: &[usize]) -> Res<()> {
+    for dtype in dtypes {
+        let most = MAX_FRAME_DATA_BYTES / dtype.size_bytes();
+        if let Some(fe) = frame_elems.iter().find(|&&fe| fe > most) {
+            return Err(Fail::Usage(format!(
+                "--frame-elems {fe}: frames of {} hold at most {most} elements (1 GiB)",
+                dtype_name(dtype)
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn dtype_name(d: DType) -> &'static str {
@@ -170,7 +184,7 @@ fn parse_dtypes(names: &[String]) -> Res<Vec<DType>> {
                 DType::ALL
                     .into_iter()
                     .find(|d| dtype_name(*d) == n)
-                    .ok_or_else(|| Fail(format!("unknown dtype {n:?} (bf16, f16, f32, f8e4m3, f8e5m2, all)"), 2))?,
+                    .ok_or_else(|| Fail::Usage(format!("unknown dtype {n:?} (bf16, f16, f32, f8e4m3, f8e5m2, all)")))?,
             ),
         }
     }
@@ -193,10 +207,9 @@ fn parse_codecs(names: &[String]) -> Res<Vec<Option<CodecId>>> {
         match name.trim() {
             "all" => out.extend(&all),
             n => out.push(*all.iter().find(|c| codec_name(**c) == n).ok_or_else(|| {
-                Fail(
-                    format!("unknown codec {n:?} (raw, fixedlen, expwindow, expans, huffman, all)"),
-                    2,
-                )
+                Fail::Usage(format!(
+                    "unknown codec {n:?} (raw, fixedlen, expwindow, expans, huffman, all)"
+                ))
             })?),
         }
     }
@@ -231,7 +244,7 @@ fn normal_data(dtype: DType, n: usize, seed: u64) -> Vec<u8> {
 
 /// Up to `limit` bytes of `path`, rounded down to whole `dtype` elements.
 fn read_elements(path: &Path, dtype: DType, limit: Option<usize>) -> Res<Vec<u8>> {
-    let mut bytes = std::fs::read(path).map_err(|e| Fail(format!("reading {}: {e}", path.display()), 2))?;
+    let mut bytes = std::fs::read(path).map_err(|e| Fail::Runtime(format!("reading {}: {e}", path.display())))?;
     let keep = limit.unwrap_or(bytes.len()).min(bytes.len());
     bytes.truncate(keep - keep % dtype.size_bytes());
     Ok(bytes)
@@ -244,8 +257,9 @@ struct Input {
     data: Vec<u8>,
 }
 
-/// Makes one input when called (inputs are made one at a time: generated data is large).
-type MakeInput = Box<dyn Fn() -> Res<Input>>;
+/// The dtype of an input, and what makes it when called (inputs are made one at a time:
+/// generated data is large).
+type MakeInput = (DType, Box<dyn Fn() -> Res<Input>>);
 
 /// The inputs `args` name.
 fn inputs(args: &CodecArgs) -> Res<Vec<MakeInput>> {
@@ -253,7 +267,7 @@ fn inputs(args: &CodecArgs) -> Res<Vec<MakeInput>> {
     if let Some(dir) = &args.files {
         let filter = args.dtype.as_deref().map(parse_dtypes).transpose()?;
         let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(|e| Fail(format!("reading {}: {e}", dir.display()), 2))?
+            .map_err(|e| Fail::Runtime(format!("reading {}: {e}", dir.display())))?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "bin"))
             .collect();
@@ -273,16 +287,19 @@ fn inputs(args: &CodecArgs) -> Res<Vec<MakeInput>> {
             if filter.as_ref().is_some_and(|f| !f.contains(&dtype)) {
                 continue;
             }
-            makers.push(Box::new(move || {
-                Ok(Input {
-                    label: stem.clone(),
-                    dtype,
-                    data: read_elements(&path, dtype, None)?,
-                })
-            }));
+            makers.push((
+                dtype,
+                Box::new(move || {
+                    Ok(Input {
+                        label: stem.clone(),
+                        dtype,
+                        data: read_elements(&path, dtype, None)?,
+                    })
+                }),
+            ));
         }
         if makers.is_empty() {
-            return Err(Fail(format!("no NAME_<dtype>.bin files in {}", dir.display()), 2));
+            return Err(Fail::Usage(format!("no NAME_<dtype>.bin files in {}", dir.display())));
         }
         return Ok(makers);
     }
@@ -290,32 +307,33 @@ fn inputs(args: &CodecArgs) -> Res<Vec<MakeInput>> {
         Some(names) => parse_dtypes(names)?,
         None => vec![DType::Bf16, DType::F16, DType::F32, DType::F8E4M3],
     };
-    let sizes = args.sizes.iter().map(|s| parse_size(s)).collect::<Res<Vec<_>>>()?;
+    let sizes = &args.sizes;
     let file = match args.data.as_str() {
         "normal" => None,
-        d => {
-            Some(PathBuf::from(d.strip_prefix("file:").ok_or_else(|| {
-                Fail(format!("bad --data {d:?} (normal or file:PATH)"), 2)
-            })?))
-        }
+        d => Some(PathBuf::from(d.strip_prefix("file:").ok_or_else(|| {
+            Fail::Usage(format!("bad --data {d:?} (normal or file:PATH)"))
+        })?)),
     };
     for dtype in dtypes {
-        for &size in &sizes {
+        for &size in sizes {
             let (file, seed) = (file.clone(), args.seed);
-            makers.push(Box::new(move || {
-                let (label, data) = match &file {
-                    None => (
-                        "normal".to_string(),
-                        normal_data(dtype, size / dtype.size_bytes(), seed),
-                    ),
-                    Some(path) => (
-                        path.file_name()
-                            .map_or("file".into(), |f| f.to_string_lossy().into_owned()),
-                        read_elements(path, dtype, Some(size))?,
-                    ),
-                };
-                Ok(Input { label, dtype, data })
-            }));
+            makers.push((
+                dtype,
+                Box::new(move || {
+                    let (label, data) = match &file {
+                        None => (
+                            "normal".to_string(),
+                            normal_data(dtype, size / dtype.size_bytes(), seed),
+                        ),
+                        Some(path) => (
+                            path.file_name()
+                                .map_or("file".into(), |f| f.to_string_lossy().into_owned()),
+                            read_elements(path, dtype, Some(size))?,
+                        ),
+                    };
+                    Ok(Input { label, dtype, data })
+                }),
+            ));
         }
     }
     Ok(makers)
@@ -388,15 +406,15 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// The median time in ms of `launch` (`warmup` untimed runs first), each run between two CUDA
 /// events on the codec's stream; waits for the device and reports kernel errors at the end.
-fn time_ms(codec: &CudaCodec, warmup: usize, repeats: usize, mut launch: impl FnMut() -> Res<()>) -> Res<f64> {
+fn time_ms(codec: &CudaCodec, warmup: u32, repeats: u32, mut launch: impl FnMut() -> Res<()>) -> Res<f64> {
     let stream = codec.gpu().stream();
-    let event_error = |e: zipcoll::cudarc::driver::DriverError| Fail(format!("CUDA event: {e:?}"), 1);
+    let event_error = |e: zipcoll::cudarc::driver::DriverError| Fail::Runtime(format!("CUDA event: {e:?}"));
     for _ in 0..warmup {
         launch()?;
     }
     codec.synchronize()?;
-    let mut times = Vec::with_capacity(repeats);
-    for _ in 0..repeats.max(1) {
+    let mut times = Vec::with_capacity(repeats as usize);
+    for _ in 0..repeats {
         let start = stream
             .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
             .map_err(event_error)?;
@@ -421,7 +439,7 @@ struct Case<'a> {
 
 /// A CUDA driver error as a failure.
 fn driver(call: &'static str) -> impl Fn(zipcoll::cudarc::driver::DriverError) -> Fail {
-    move |e| Fail(format!("{call}: {e:?}"), 1)
+    move |e| Fail::Runtime(format!("{call}: {e:?}"))
 }
 
 /// Times one codec on one case; returns (encode ms, decode ms, the frames) after checking the
@@ -465,10 +483,9 @@ fn bench_codec(case: &Case<'_>, codec: Option<CodecId>, data: &[u8], args: &Code
     let decoded = stream.clone_dtoh(&out).map_err(driver("cuMemcpyDtoH"))?;
     if let Some(i) = decoded.iter().zip(data).position(|(a, b)| a != b) {
         let elem = i / dtype.size_bytes();
-        return Err(Fail(
-            format!("round trip differs first at element {elem} (byte {i})"),
-            1,
-        ));
+        return Err(Fail::Check(format!(
+            "round trip differs first at element {elem} (byte {i})"
+        )));
     }
     Ok((encode_ms, decode_ms, enc))
 }
@@ -484,14 +501,12 @@ fn bench_memcpy(cc: &CudaCodec, input: &CudaSlice<u8>, args: &CodecArgs) -> Res<
 
 fn run_codec(args: &CodecArgs) -> Res<()> {
     let codecs = parse_codecs(&args.codec)?;
-    if args.frame_elems.is_empty() {
-        return Err(Fail("--frame-elems lists nothing".into(), 2));
-    }
     let makers = inputs(args)?;
-    let cc = CudaCodec::new(args.device).map_err(|e| Fail(format!("codec needs a CUDA GPU: {e}"), 2))?;
+    check_frame_elems(makers.iter().map(|(dtype, _)| *dtype), &args.frame_elems)?;
+    let cc = CudaCodec::new(args.device).map_err(|e| Fail::Runtime(format!("codec needs a CUDA GPU: {e}")))?;
     eprintln!("device {}: {:?}", args.device, cc.gpu());
     let mut rows = Vec::new();
-    for make in makers {
+    for (_, make) in makers {
         let Input { label, dtype, data } = make()?;
         let n = data.len() / dtype.size_bytes();
         if n == 0 {
@@ -524,7 +539,7 @@ fn run_codec(args: &CodecArgs) -> Res<()> {
                 };
                 match bench_codec(&case, codec, &data, args) {
                     Ok((e, d, enc)) => (row.encode_ms, row.decode_ms, row.ratio) = (e, d, enc.ratio()),
-                    Err(Fail(message, _)) => row.check = format!("FAILED: {message}"),
+                    Err(Fail::Check(m) | Fail::Usage(m) | Fail::Runtime(m)) => row.check = format!("FAILED: {m}"),
                 }
                 eprintln!(
                     "{:<14} {:<7} {:<9} {:>11} B  frame {:>6}  ratio {:.4}  encode {:>8.2} GB/s  decode {:>8.2} GB/s  memcpy {:>8.2} GB/s  {}",
@@ -543,14 +558,14 @@ fn run_codec(args: &CodecArgs) -> Res<()> {
             }
         }
     }
-    print!("{}", markdown(&rows));
+    say!("{}", markdown(&rows).trim_end());
     if let Some(path) = &args.out {
-        std::fs::write(path, csv(&rows)).map_err(|e| Fail(format!("writing {}: {e}", path.display()), 1))?;
+        std::fs::write(path, csv(&rows)).map_err(|e| Fail::Runtime(format!("writing {}: {e}", path.display())))?;
         eprintln!("wrote {}", path.display());
     }
     let failed = rows.iter().filter(|r| r.check != "ok").count();
     if failed > 0 {
-        return Err(Fail(format!("{failed} of {} cases failed", rows.len()), 1));
+        return Err(Fail::Check(format!("{failed} of {} cases failed", rows.len())));
     }
     Ok(())
 }
@@ -614,32 +629,27 @@ fn first_difference(gpu: &Encoded, sim: &Encoded) -> String {
 fn crosscheck_one(gpu: Backend, dtype: DType, codec: Option<CodecId>, data: &[u8], frame_elems: usize) -> Res<String> {
     let t = Instant::now();
     let on_gpu =
-        codec::encode(gpu, dtype, codec, data, frame_elems).map_err(|e| Fail(format!("GPU encode: {e}"), 1))?;
+        codec::encode(gpu, dtype, codec, data, frame_elems).map_err(|e| Fail::Runtime(format!("GPU encode: {e}")))?;
     let on_sim = codec::encode(Backend::Sim, dtype, codec, data, frame_elems)
-        .map_err(|e| Fail(format!("simulator encode: {e}"), 1))?;
+        .map_err(|e| Fail::Runtime(format!("simulator encode: {e}")))?;
     if on_gpu != on_sim {
-        return Err(Fail(
-            format!(
-                "GPU and simulator frames differ: {}",
-                first_difference(&on_gpu, &on_sim)
-            ),
-            1,
-        ));
+        return Err(Fail::Check(format!(
+            "GPU and simulator frames differ: {}",
+            first_difference(&on_gpu, &on_sim)
+        )));
     }
     let gpu_to_sim = codec::decode_stream(Backend::Sim, dtype, &on_gpu.bytes)
-        .map_err(|e| Fail(format!("GPU frames on the simulator: {e}"), 1))?;
+        .map_err(|e| Fail::Check(format!("GPU frames on the simulator: {e}")))?;
     if gpu_to_sim != data {
-        return Err(Fail(
+        return Err(Fail::Check(
             "GPU frames decoded on the simulator differ from the data".into(),
-            1,
         ));
     }
     let sim_to_gpu = codec::decode_stream(gpu, dtype, &on_sim.bytes)
-        .map_err(|e| Fail(format!("simulator frames on the GPU: {e}"), 1))?;
+        .map_err(|e| Fail::Check(format!("simulator frames on the GPU: {e}")))?;
     if sim_to_gpu != data {
-        return Err(Fail(
+        return Err(Fail::Check(
             "simulator frames decoded on the GPU differ from the data".into(),
-            1,
         ));
     }
     Ok(format!(
@@ -653,12 +663,12 @@ fn crosscheck_one(gpu: Backend, dtype: DType, codec: Option<CodecId>, data: &[u8
 fn run_crosscheck(args: &CrossArgs) -> Res<()> {
     let dtypes = parse_dtypes(&args.dtype)?;
     let codecs = parse_codecs(&args.codec)?;
-    let sizes = args.sizes.iter().map(|s| parse_size(s)).collect::<Res<Vec<_>>>()?;
+    check_frame_elems(dtypes.iter().copied(), &[args.frame_elems])?;
     let gpu = Backend::Cuda { ordinal: args.device };
     gpu.prepare()
-        .map_err(|e| Fail(format!("crosscheck needs a CUDA GPU: {e}"), 2))?;
+        .map_err(|e| Fail::Runtime(format!("crosscheck needs a CUDA GPU: {e}")))?;
     let (mut total, mut failed) = (0, 0);
-    for &size in &sizes {
+    for &size in &args.sizes {
         for &dtype in &dtypes {
             let n = size / dtype.size_bytes();
             // N(0,1) compresses (the coders' paths); the special values test escapes and RAW.
@@ -672,12 +682,12 @@ fn run_crosscheck(args: &CrossArgs) -> Res<()> {
                     let line = crosscheck_one(gpu, dtype, codec, data, args.frame_elems);
                     let (verdict, text) = match line {
                         Ok(text) => ("ok  ", text),
-                        Err(Fail(text, _)) => {
+                        Err(Fail::Check(text) | Fail::Usage(text) | Fail::Runtime(text)) => {
                             failed += 1;
                             ("FAIL", text)
                         }
                     };
-                    println!(
+                    say!(
                         "{verdict} {:<7} {:<9} {:<8} {:>9} B: {text}",
                         dtype_name(dtype),
                         codec_name(codec),
@@ -688,9 +698,9 @@ fn run_crosscheck(args: &CrossArgs) -> Res<()> {
             }
         }
     }
-    println!("{} passed, {failed} failed", total - failed);
+    say!("{} passed, {failed} failed", total - failed);
     if failed > 0 {
-        return Err(Fail(format!("{failed} of {total} combinations differ"), 1));
+        return Err(Fail::Check(format!("{failed} of {total} combinations differ")));
     }
     Ok(())
 }
@@ -700,16 +710,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_parse_with_binary_suffixes() {
-        let size = |s| parse_size(s).ok();
-        assert_eq!(size("4096"), Some(4096));
-        assert_eq!(size("64K"), Some(64 << 10));
-        assert_eq!(size("1m"), Some(1 << 20));
-        assert_eq!(size("1G"), Some(1 << 30));
-        assert_eq!(size("16MiB"), Some(16 << 20));
-        assert_eq!(size("2GB"), Some(2 << 30));
-        assert_eq!(size("1Q"), None);
-        assert_eq!(size(""), None);
+    fn frame_sizes_are_checked_per_dtype() {
+        assert_eq!(parse_frame_elems("8192"), Ok(8192));
+        assert!(parse_frame_elems("0").is_err());
+        assert!(parse_frame_elems(&(MAX_FRAME_DATA_BYTES + 1).to_string()).is_err());
+        assert!(check_frame_elems([DType::F8E4M3], &[MAX_FRAME_DATA_BYTES]).is_ok());
+        match check_frame_elems([DType::Bf16, DType::F32], &[8192, 1 << 29]) {
+            Err(Fail::Usage(m)) => assert!(m.contains("f32 hold at most 268435456"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert!(parse_size("17179869184G").is_err());
     }
 
     #[test]

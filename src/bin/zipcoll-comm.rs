@@ -3,21 +3,39 @@
 //!
 //! ```sh
 //! zipcoll-comm check --transport p2p            # every collective x dtype x op x compression, bit for bit
+//! zipcoll-comm check --quick --transport sim    # a representative subset, well under a minute on the simulator
+//! zipcoll-comm check --coll all_gather,reduce --dtype f16 --count 1000
 //! zipcoll-comm check --transport net --dump out # also writes inputs/outputs for the NCCL comparison
 //! zipcoll-comm kill --transport net             # rank 1 dies mid-run: the others must fail in time
 //! zipcoll-comm bench --transport p2p --sizes 1M,16M,256M,1G
 //! ```
 //!
 //! `check` compares every rank's output with the scalar reference of the same reduction order
-//! (which the simulator matches bit for bit in CI) and, for the small cases, with the
+//! (which the simulator matches bit for bit in CI) and, on GPUs for the small cases, with the
 //! simulator's own output for the same inputs, computed in the same process; it synchronizes
-//! after each call (calls are asynchronous) so a failure is an error of its case. `bench`
-//! enqueues its timed calls back to back and synchronizes once. The parent process
-//! starts one child per rank (`--ranks`, default: one per GPU and at least 2, placed on the
-//! GPUs round-robin); without GPUs the ranks are
-//! simulator threads. Exit status non-zero on any mismatch or error.
+//! after each call (calls are asynchronous) so a failure is an error of its case. Rank 0 prints
+//! a line per collective: cases done of the total, failures, elapsed time. `--quick` and the
+//! filters (`--coll`, `--dtype`, `--op`, `--compression`, `--count`) pick a subset. `bench`
+//! enqueues its timed calls back to back and synchronizes once. `kill`: after one all_reduce,
+//! rank 1 dies: a GPU rank's process exits; a simulated rank (a thread: exiting would end
+//! every rank) stops participating and abandons its communicator without any cleanup, as a
+//! dead process would; the others must each get a typed error (a failed collective, a timeout
+//! or a peer's report) within the timeout.
+//!
+//! The parent process starts one child per rank (`--ranks`, default: one per GPU and at least
+//! 2, placed on the GPUs round-robin); without GPUs (or with `--transport sim`) the ranks are
+//! simulator threads. Settings: a flag beats its environment variable
+//! (`--timeout-ms` > `ZIPCOLL_TIMEOUT_MS`, `--net-rate-limit` > `ZIPCOLL_NET_RATE_LIMIT`), which
+//! beats the built-in default (`zipcoll::comm::Config`). Sizes and rates take the suffixes of
+//! `zipcoll::units` (`64K`, `16MiB`, `1G`: powers of 1024). Exit statuses are those of every
+//! zipcoll tool (`src/bin/common`): 0 ok, 1 a case or the kill check failed, 2 usage error, 3
+//! runtime error.
 
-use clap::{Parser, Subcommand};
+#[path = "common/mod.rs"]
+mod common;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use common::{say, Fail};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -26,45 +44,231 @@ use zipcoll::comm::{
     run_sim, Algorithm, Communicator, Compression, Config, Data, DeviceBuffer, Lossless, Options, TransportKind,
 };
 use zipcoll::reference::{collective, CollRef};
-use zipcoll::{testdata, CodecId, DType, Error, ReduceOp};
+use zipcoll::{testdata, units, CodecId, DType, Error, ReduceOp};
 
 #[derive(Parser)]
-#[command(about = "Checks or times zipcoll's collectives across GPUs (one process each) or simulated ranks")]
+#[command(
+    name = "zipcoll-comm",
+    version,
+    about = "Checks or times zipcoll's collectives across GPUs (one process each) or simulated ranks",
+    after_help = common::EXIT_STATUSES
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
-    /// auto, p2p, net or sim.
-    #[arg(long, global = true, default_value = "auto")]
-    transport: String,
-    /// Ranks (default: the number of GPUs, or 4 without GPUs).
-    #[arg(long, global = true)]
-    ranks: Option<usize>,
-    /// Timeout of every wait, in milliseconds.
-    #[arg(long, global = true, default_value_t = 30_000)]
-    timeout_ms: u64,
+    /// auto (GPUs if present, one process each, else simulated ranks), p2p, net or sim.
+    #[arg(long, global = true, default_value = "auto", value_parser = parse_transport)]
+    transport: TransportKind,
+    /// Ranks, at least 1 (kill and bench need 2) [default: the number of GPUs and at least 2;
+    /// without GPUs 4 simulated ranks].
+    #[arg(long, global = true, value_parser = clap::value_parser!(u16).range(1..))]
+    ranks: Option<u16>,
+    /// Timeout of every wait for a peer, in milliseconds (at least 1) [default:
+    /// $ZIPCOLL_TIMEOUT_MS, else 20000 on the simulator and 60000 on GPUs].
+    #[arg(long, global = true, value_parser = clap::value_parser!(u64).range(1..))]
+    timeout_ms: Option<u64>,
+    /// The NET transport's rate limit per peer in bytes per second (500M, 2G: powers of 1024;
+    /// off) [default: $ZIPCOLL_NET_RATE_LIMIT, which the NET transport still reads with k, M, G
+    /// as powers of 1000, else none].
+    #[arg(long, global = true, value_parser = parse_rate)]
+    net_rate_limit: Option<RateLimit>,
+}
+
+/// `--net-rate-limit`'s value: bytes per second, or no limit.
+#[derive(Clone, Copy, Debug)]
+struct RateLimit(Option<u64>);
+
+fn parse_rate(s: &str) -> Result<RateLimit, units::UnitError> {
+    units::parse_rate_limit(s).map(RateLimit)
+}
+
+fn parse_transport(s: &str) -> Result<TransportKind, String> {
+    s.parse().map_err(|e: Error| reason(e))
 }
 
 #[derive(Subcommand, Clone)]
 enum Cmd {
-    /// Every collective x dtype x op x compression at several sizes, bit for bit.
-    Check {
-        /// Writes each rank's inputs and outputs of the NCCL-comparable cases here.
-        #[arg(long)]
-        dump: Option<PathBuf>,
-    },
-    /// Rank 1 exits in the middle of an all_reduce; every other rank must report an error
-    /// within the timeout.
+    /// Every collective x dtype x op x compression at several sizes, bit for bit (tens of
+    /// minutes on the simulator; --quick: well under a minute).
+    #[command(after_help = common::EXIT_STATUSES)]
+    Check(CheckArgs),
+    /// After one all_reduce rank 1 dies (a GPU rank's process exits; a simulated rank stops
+    /// participating and abandons its communicator); every other rank must get a typed error
+    /// within the timeout. Needs at least 2 ranks.
+    #[command(after_help = common::EXIT_STATUSES)]
     Kill,
-    /// Times bf16 all_reduce, all_gather and send/recv per size, compression off and Auto.
+    /// Times bf16 all_reduce, all_gather and send/recv (rank 0 to rank 1) per size,
+    /// compression off and Auto. Needs at least 2 ranks.
+    #[command(after_help = common::EXIT_STATUSES)]
     Bench {
-        /// Bytes per rank's buffer (K, M, G suffixes).
-        #[arg(long, default_value = "1M,16M,128M,1G", value_delimiter = ',')]
-        sizes: Vec<String>,
-        /// Timed repetitions (after 3 warm-up calls), enqueued back to back and synchronized
-        /// once; the mean time per call is reported.
-        #[arg(long, default_value_t = 10)]
-        iters: usize,
+        /// Bytes per rank's buffer, at least 2 (one bf16 element; rounded down to whole
+        /// elements): 4096, 64K, 16MiB, 1G (powers of 1024).
+        #[arg(long, default_value = "1M,16M,128M,1G", value_delimiter = ',', value_parser = parse_bench_size)]
+        sizes: Vec<u64>,
+        /// Timed repetitions, at least 1 (after 3 warm-up calls), enqueued back to back and
+        /// synchronized once; the mean time per call is reported.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+        iters: u32,
     },
+}
+
+/// `check`'s selection: everything, `--quick`'s subset, narrowed by the filters.
+#[derive(Args, Clone, Debug, Default)]
+struct CheckArgs {
+    /// Writes each rank's inputs and outputs of the NCCL-comparable cases here.
+    #[arg(long)]
+    dump: Option<PathBuf>,
+    /// A representative subset: every collective and compression with bf16 sum, f32 max and
+    /// f8e4m3 sum at 1, 1000 and 40000 elements (the filters still apply).
+    #[arg(long)]
+    quick: bool,
+    /// Only these collectives (all_reduce selects both algorithms).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    coll: Vec<CollName>,
+    /// Only these dtypes: bf16, f16, f32, f8e4m3, f8e5m2.
+    #[arg(long, value_delimiter = ',', value_parser = parse_dtype)]
+    dtype: Vec<DType>,
+    /// Only these reductions. With --dtype: exactly those pairs; alone, each picks from the
+    /// default pairs (bf16 with every op; f32, f16 and f8e4m3 with sum and max).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    op: Vec<OpName>,
+    /// Only these compressions.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    compression: Vec<PolicyName>,
+    /// Only these element counts per rank, each at most 2^28 [default: 0, 1, 1000, 1500007;
+    /// --quick: 1, 1000, 40000].
+    #[arg(long, value_delimiter = ',', value_parser = parse_count)]
+    count: Vec<usize>,
+}
+
+/// A collective of the check, as `--coll` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+enum CollName {
+    AllReduce,
+    AllReduceRing,
+    #[value(name = "all_reduce_twoshot")]
+    AllReduceTwoShot,
+    AllGather,
+    ReduceScatter,
+    Reduce,
+    Broadcast,
+    AllToAll,
+    SendRecv,
+}
+
+impl CollName {
+    fn selects(self, case: Case) -> bool {
+        matches!(
+            (self, case),
+            (CollName::AllReduce, Case::AllReduce(_))
+                | (CollName::AllReduceRing, Case::AllReduce(Algorithm::Ring))
+                | (CollName::AllReduceTwoShot, Case::AllReduce(Algorithm::TwoShot))
+                | (CollName::AllGather, Case::AllGather)
+                | (CollName::ReduceScatter, Case::ReduceScatter)
+                | (CollName::Reduce, Case::Reduce(_))
+                | (CollName::Broadcast, Case::Broadcast(_))
+                | (CollName::AllToAll, Case::AllToAll)
+                | (CollName::SendRecv, Case::Shift)
+        )
+    }
+}
+
+/// A reduction, as `--op` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum OpName {
+    Sum,
+    Prod,
+    Min,
+    Max,
+    Avg,
+}
+
+impl OpName {
+    fn op(self) -> ReduceOp {
+        match self {
+            OpName::Sum => ReduceOp::Sum,
+            OpName::Prod => ReduceOp::Prod,
+            OpName::Min => ReduceOp::Min,
+            OpName::Max => ReduceOp::Max,
+            OpName::Avg => ReduceOp::Avg,
+        }
+    }
+}
+
+/// A compression of the check, as `--compression` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum PolicyName {
+    Off,
+    Auto,
+    Expans,
+    Expwindow,
+}
+
+impl PolicyName {
+    const ALL: [PolicyName; 4] = [
+        PolicyName::Off,
+        PolicyName::Auto,
+        PolicyName::Expans,
+        PolicyName::Expwindow,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            PolicyName::Off => "off",
+            PolicyName::Auto => "auto",
+            PolicyName::Expans => "expans",
+            PolicyName::Expwindow => "expwindow",
+        }
+    }
+
+    fn compression(self) -> Compression {
+        match self {
+            PolicyName::Off => Compression::Off,
+            PolicyName::Auto => Compression::Lossless(Lossless::Auto),
+            PolicyName::Expans => Compression::Lossless(Lossless::Force(CodecId::ExpAns)),
+            PolicyName::Expwindow => Compression::Lossless(Lossless::Force(CodecId::ExpWindow)),
+        }
+    }
+}
+
+/// The CLI name of `dtype`.
+fn dtype_name(dtype: DType) -> String {
+    format!("{dtype:?}").to_ascii_lowercase()
+}
+
+fn parse_dtype(s: &str) -> Result<DType, String> {
+    DType::ALL
+        .into_iter()
+        .find(|&d| dtype_name(d) == s.trim().to_ascii_lowercase())
+        .ok_or_else(|| format!("unknown dtype {s:?} (bf16, f16, f32, f8e4m3, f8e5m2)"))
+}
+
+/// The most elements per rank `check --count` takes: the check holds every rank's input in
+/// each process (an all_to_all's is `ranks x count`).
+const MAX_CHECK_COUNT: usize = 1 << 28;
+
+fn parse_count(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n <= MAX_CHECK_COUNT => Ok(n),
+        _ => Err(format!("expected a number of elements in 0..={MAX_CHECK_COUNT}")),
+    }
+}
+
+fn parse_bench_size(s: &str) -> Result<u64, String> {
+    match units::parse_size(s) {
+        Ok(b) if b >= 2 => Ok(b),
+        Ok(b) => Err(format!("{b} bytes holds no bf16 element: at least 2")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// An [`Error::InvalidArgument`]'s message (other errors in full).
+fn reason(e: Error) -> String {
+    match e {
+        Error::InvalidArgument(m) => m,
+        e => e.to_string(),
+    }
 }
 
 /// One collective call of the check.
@@ -176,28 +380,6 @@ impl Case {
     }
 }
 
-fn parse_bytes(s: &str) -> Result<usize, Error> {
-    let s = s.trim();
-    let (num, mult) = match s.chars().last() {
-        Some('K' | 'k') => (&s[..s.len() - 1], 1 << 10),
-        Some('M' | 'm') => (&s[..s.len() - 1], 1 << 20),
-        Some('G' | 'g') => (&s[..s.len() - 1], 1 << 30),
-        _ => (s, 1),
-    };
-    num.parse::<usize>()
-        .map(|n| n * mult)
-        .map_err(|_| Error::InvalidArgument(format!("size {s:?}")))
-}
-
-fn policies() -> [(&'static str, Compression); 4] {
-    [
-        ("off", Compression::Off),
-        ("auto", Compression::Lossless(Lossless::Auto)),
-        ("expans", Compression::Lossless(Lossless::Force(CodecId::ExpAns))),
-        ("expwindow", Compression::Lossless(Lossless::Force(CodecId::ExpWindow))),
-    ]
-}
-
 /// A deterministic seed per (case, dtype, op, count, rank).
 fn seed(parts: &[&str], count: usize, rank: usize) -> u64 {
     parts
@@ -208,21 +390,117 @@ fn seed(parts: &[&str], count: usize, rank: usize) -> u64 {
         })
 }
 
-/// The check on one rank; returns the number of failed cases.
-fn check(comm: &Communicator, cli: &Cli, dump: Option<&PathBuf>) -> Result<usize, Error> {
-    let (rank, k) = (comm.rank(), comm.nranks());
-    let mut failed = 0;
-    let mut cases = 0;
-    let combos: Vec<(DType, ReduceOp)> = [DType::Bf16, DType::F32, DType::F16, DType::F8E4M3]
+/// The (dtype, op) pairs of the full check: bf16 with every op, the other checked dtypes with
+/// sum and max.
+fn default_combos() -> Vec<(DType, ReduceOp)> {
+    [DType::Bf16, DType::F32, DType::F16, DType::F8E4M3]
         .into_iter()
         .flat_map(|d| [ReduceOp::Sum, ReduceOp::Max].map(|o| (d, o)))
         .chain([ReduceOp::Prod, ReduceOp::Min, ReduceOp::Avg].map(|o| (DType::Bf16, o)))
-        .collect();
+        .collect()
+}
+
+/// What `check` runs: the collectives, the (dtype, op) pairs, the compressions and the counts.
+#[derive(Debug)]
+struct Selection {
+    cases: Vec<Case>,
+    combos: Vec<(DType, ReduceOp)>,
+    policies: Vec<PolicyName>,
+    counts: Vec<usize>,
+}
+
+impl Selection {
+    /// The selection `args` make for `k` ranks (see [`CheckArgs`]); [`Error::InvalidArgument`]
+    /// (a usage error) when it is empty.
+    fn new(args: &CheckArgs, k: usize) -> Result<Selection, Error> {
+        let cases: Vec<Case> = Case::all(k)
+            .into_iter()
+            .filter(|&c| args.coll.is_empty() || args.coll.iter().any(|n| n.selects(c)))
+            .collect();
+        let ops: Vec<ReduceOp> = args.op.iter().map(|o| o.op()).collect();
+        let combos: Vec<(DType, ReduceOp)> = match (args.dtype.is_empty(), ops.is_empty()) {
+            (false, false) => args
+                .dtype
+                .iter()
+                .flat_map(|&d| ops.iter().map(move |&o| (d, o)))
+                .collect(),
+            (true, true) if args.quick => vec![
+                (DType::Bf16, ReduceOp::Sum),
+                (DType::F32, ReduceOp::Max),
+                (DType::F8E4M3, ReduceOp::Sum),
+            ],
+            _ => default_combos()
+                .into_iter()
+                .filter(|(d, o)| {
+                    (args.dtype.is_empty() || args.dtype.contains(d)) && (ops.is_empty() || ops.contains(o))
+                })
+                .collect(),
+        };
+        let policies = match args.compression.is_empty() {
+            true => PolicyName::ALL.to_vec(),
+            false => args.compression.clone(),
+        };
+        let counts = match (args.count.is_empty(), args.quick) {
+            (false, _) => args.count.clone(),
+            (true, true) => vec![1, 1000, 40_000],
+            (true, false) => vec![0, 1, 1000, 1_500_007],
+        };
+        if cases.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "--coll {:?} selects no collective with {k} rank(s) (send_recv needs 2)",
+                args.coll
+            )));
+        }
+        if combos.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "--dtype {:?} --op {:?} select no pair of the defaults (bf16 with every op; f32, f16, f8e4m3 with sum and max): give both to run exactly those",
+                args.dtype, args.op
+            )));
+        }
+        Ok(Selection {
+            cases,
+            combos,
+            policies,
+            counts,
+        })
+    }
+
+    /// Cases per collective.
+    fn per_case(&self) -> usize {
+        self.combos.len() * self.policies.len() * self.counts.len()
+    }
+}
+
+/// The check on one rank; returns the number of failed cases. Rank 0 prints a line before and
+/// one per collective.
+fn check(comm: &Communicator, args: &CheckArgs) -> Result<usize, Error> {
+    let (rank, k) = (comm.rank(), comm.nranks());
+    let sel = Selection::new(args, k)?;
+    let total = sel.cases.len() * sel.per_case();
+    let mut failed = 0;
+    let mut cases = 0;
     let start = Instant::now();
-    for case in Case::all(k) {
-        for &(dtype, op) in &combos {
-            for (pname, compression) in policies() {
-                for count in [0usize, 1, 1000, 1_500_007] {
+    // On GPUs the small cases are also compared with the simulator's output; on the simulator
+    // that would be a comparison with itself.
+    let against_sim = !comm.backend().is_sim();
+    if rank == 0 {
+        say!(
+            "check over {:?} on {:?}, {k} ranks: {total} cases per rank ({} collectives x {} dtype/op x {} compressions x {} counts){}",
+            comm.transport(),
+            comm.backend(),
+            sel.cases.len(),
+            sel.combos.len(),
+            sel.policies.len(),
+            sel.counts.len(),
+            if against_sim { "; counts up to 1000 also against the simulator" } else { "" }
+        );
+    }
+    for &case in &sel.cases {
+        let failed_before = failed;
+        for &(dtype, op) in &sel.combos {
+            for &policy in &sel.policies {
+                for &count in &sel.counts {
+                    let pname = policy.name();
                     let (in_elems, _) = case.sizes(count, k);
                     let tag = [case.name(), format!("{dtype:?}"), format!("{op:?}")];
                     let inputs: Vec<Vec<u8>> = (0..k)
@@ -231,15 +509,15 @@ fn check(comm: &Communicator, cli: &Cli, dump: Option<&PathBuf>) -> Result<usize
                         })
                         .collect();
                     let opts = Options {
-                        compression: Some(compression),
+                        compression: Some(policy.compression()),
                         ..Options::default()
                     };
                     let got = case.run(comm, dtype, op, count, &inputs[rank], opts)?;
                     let want = case.expected(comm, dtype, op, &inputs)?;
                     cases += 1;
                     let mut ok = got == want;
-                    if ok && count <= 1000 && rank == 0 && pname != "expwindow" {
-                        ok = sim_output(comm, case, dtype, op, count, &inputs, opts, cli)? == got;
+                    if ok && against_sim && count <= 1000 && rank == 0 && policy != PolicyName::Expwindow {
+                        ok = sim_output(comm, case, dtype, op, count, &inputs, opts)? == got;
                     }
                     if !ok {
                         failed += 1;
@@ -249,8 +527,8 @@ fn check(comm: &Communicator, cli: &Cli, dump: Option<&PathBuf>) -> Result<usize
                             case.name()
                         );
                     }
-                    let comparable = count == 1_500_007 && pname == "auto" && op == ReduceOp::Sum;
-                    if let (Some(dir), true) = (dump, comparable && matches!(dtype, DType::Bf16 | DType::F32)) {
+                    let comparable = count == 1_500_007 && policy == PolicyName::Auto && op == ReduceOp::Sum;
+                    if let (Some(dir), true) = (&args.dump, comparable && matches!(dtype, DType::Bf16 | DType::F32)) {
                         let d = dir.join(format!("{}__{dtype:?}", case.name()));
                         std::fs::create_dir_all(&d)
                             .and_then(|_| {
@@ -265,9 +543,17 @@ fn check(comm: &Communicator, cli: &Cli, dump: Option<&PathBuf>) -> Result<usize
                 }
             }
         }
+        if rank == 0 {
+            say!(
+                "check {:<22} {cases:>5}/{total} cases, {} failed here, {failed} in all, {:.1} s",
+                case.name(),
+                failed - failed_before,
+                start.elapsed().as_secs_f64()
+            );
+        }
     }
     if rank == 0 {
-        println!(
+        say!(
             "check over {:?} on {:?}: {cases} cases per rank x {k} ranks, {failed} failed on rank 0, {:.1} s",
             comm.transport(),
             comm.backend(),
@@ -278,7 +564,6 @@ fn check(comm: &Communicator, cli: &Cli, dump: Option<&PathBuf>) -> Result<usize
 }
 
 /// Rank 0's output of `case` when the same inputs run on the simulator (in this process).
-#[allow(clippy::too_many_arguments)]
 fn sim_output(
     comm: &Communicator,
     case: Case,
@@ -287,11 +572,10 @@ fn sim_output(
     count: usize,
     inputs: &[Vec<u8>],
     opts: Options,
-    cli: &Cli,
 ) -> Result<Vec<u8>, Error> {
     let config = Config {
         buffer_bytes: comm.config().buffer_bytes,
-        timeout: Duration::from_millis(cli.timeout_ms),
+        timeout: comm.config().timeout,
         ..Config::sim()
     };
     let outs = run_sim(comm.nranks(), config, |sim| {
@@ -300,18 +584,34 @@ fn sim_output(
     Ok(outs.into_iter().next().unwrap_or_default())
 }
 
-/// The kill test on one rank: rank 1 exits during the second all_reduce; the others enqueue
-/// 50 and synchronize, and must get the error (from a call or from `synchronize`) in time.
-fn kill(comm: &Communicator, cli: &Cli) -> Result<bool, Error> {
-    if comm.nranks() < 2 {
-        return Err(Error::InvalidArgument("kill needs at least 2 ranks".into()));
-    }
-    let count = 64 << 20;
+/// Whether `e` is what a dead peer must cause: a failed collective, a timeout, a peer's report
+/// (the NET transport's), or the abort its own timed-out kernel raised (what the NET transport
+/// reports then). Anything else (an I/O, a device, an argument error) is not the death seen.
+fn is_peer_failure(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Collective { .. } | Error::Timeout { .. } | Error::Remote { .. } | Error::Aborted
+    )
+}
+
+/// The kill test on one rank: after a first all_reduce rank 1 dies during the second (on the
+/// simulator, before it: a thread rank stops participating and abandons its communicator, as a
+/// dead process would, nothing dropped); the others enqueue 50 and synchronize, and must get a
+/// peer failure (from a call or from `synchronize`) within the timeout and 10 s.
+fn kill(comm: Communicator) -> Result<bool, Error> {
+    // smaller on the simulator, whose first all_reduce would otherwise take minutes
+    let count = if comm.backend().is_sim() { 1 << 16 } else { 64 << 20 };
     let mut buf = comm.alloc(count * 2)?;
     let opts = Options::default();
     comm.all_reduce(Data::InPlace(&mut buf), count, DType::Bf16, ReduceOp::Sum, opts)?;
     comm.synchronize()?;
     if comm.rank() == 1 {
+        if comm.backend().is_sim() {
+            say!("kill: rank 1 stops participating and abandons its communicator (a simulated rank's death)");
+            std::mem::forget(buf);
+            std::mem::forget(comm);
+            return Ok(true);
+        }
         std::thread::spawn(|| {
             std::thread::sleep(Duration::from_millis(5));
             std::process::exit(0)
@@ -319,20 +619,22 @@ fn kill(comm: &Communicator, cli: &Cli) -> Result<bool, Error> {
         let _ = comm.all_reduce(Data::InPlace(&mut buf), count, DType::Bf16, ReduceOp::Sum, opts);
         let _ = comm.synchronize();
         std::thread::sleep(Duration::from_secs(60));
-        return Ok(true);
+        return Ok(false);
     }
     let start = Instant::now();
     let outcome = (0..50)
         .try_for_each(|_| comm.all_reduce(Data::InPlace(&mut buf), count, DType::Bf16, ReduceOp::Sum, opts))
         .and_then(|()| comm.synchronize());
     let took = start.elapsed();
-    let limit = Duration::from_millis(cli.timeout_ms) + Duration::from_secs(10);
-    let ok = outcome.is_err() && took < limit;
-    println!(
-        "kill over {:?}: rank {} got {:?} after {:.2} s (limit {:.0} s): {}",
+    let limit = comm.config().timeout + Duration::from_secs(10);
+    let (ok, what) = match &outcome {
+        Ok(()) => (false, "no error: the 50 calls succeeded without rank 1".to_owned()),
+        Err(e) => (is_peer_failure(e) && took < limit, format!("error `{e}`")),
+    };
+    say!(
+        "kill over {:?}: rank {} got {what} after {:.2} s (limit {:.0} s): {}",
         comm.transport(),
         comm.rank(),
-        outcome.err().map(|e| e.to_string()),
         took.as_secs_f64(),
         limit.as_secs_f64(),
         if ok { "ok" } else { "FAILED" }
@@ -357,9 +659,33 @@ fn gradients(n: usize, rank: usize) -> Vec<u8> {
         .collect()
 }
 
-/// Mean seconds per call of `iters` calls of `f`, enqueued back to back after 3 warm-up calls
-/// and synchronized once at the end of the timed region.
-fn time(comm: &Communicator, iters: usize, mut f: impl FnMut() -> Result<(), Error>) -> Result<f64, Error> {
+/// Bytes in the largest binary unit that keeps them whole or nearly (`64 KiB`, `1.50 MiB`).
+fn binary_bytes(bytes: usize) -> String {
+    let units = [("GiB", 30), ("MiB", 20), ("KiB", 10)];
+    match units.iter().find(|&&(_, shift)| bytes >= 1 << shift) {
+        Some(&(unit, shift)) if bytes.is_multiple_of(1 << shift) => format!("{} {unit}", bytes >> shift),
+        Some(&(unit, shift)) => format!("{:.2} {unit}", bytes as f64 / (1u64 << shift) as f64),
+        None => format!("{bytes} B"),
+    }
+}
+
+/// Seconds as milliseconds.
+fn millis(s: f64) -> String {
+    format!("{:.3} ms", s * 1e3)
+}
+
+/// Bytes per second in GB/s, or MB/s below 1 GB/s (10^9 and 10^6 bytes, as NCCL's tests).
+fn rate(bytes_per_s: f64) -> String {
+    if bytes_per_s >= 1e9 {
+        format!("{:.2} GB/s", bytes_per_s / 1e9)
+    } else {
+        format!("{:.2} MB/s", bytes_per_s / 1e6)
+    }
+}
+
+/// Mean seconds per call of `iters` (at least 1) calls of `f`, enqueued back to back after 3
+/// warm-up calls and synchronized once at the end of the timed region.
+fn time(comm: &Communicator, iters: u32, mut f: impl FnMut() -> Result<(), Error>) -> Result<f64, Error> {
     for _ in 0..3 {
         f()?;
     }
@@ -369,25 +695,26 @@ fn time(comm: &Communicator, iters: usize, mut f: impl FnMut() -> Result<(), Err
         f()?;
     }
     comm.synchronize()?;
-    Ok(s.elapsed().as_secs_f64() / iters.max(1) as f64)
+    Ok(s.elapsed().as_secs_f64() / f64::from(iters))
 }
 
-/// The benchmark on one rank; rank 0 prints one line per (size, collective, compression).
-fn bench(comm: &Communicator, sizes: &[String], iters: usize) -> Result<(), Error> {
+/// The benchmark on one rank (at least 2 ranks: send/recv goes from rank 0 to rank 1); rank 0
+/// prints one line per (size, compression).
+fn bench(comm: &Communicator, sizes: &[u64], iters: u32) -> Result<(), Error> {
     let (rank, k) = (comm.rank(), comm.nranks());
-    for s in sizes {
-        let bytes = parse_bytes(s)?;
-        let n = bytes / 2;
+    for &size in sizes {
+        let too_large = || Error::InvalidArgument(format!("--sizes {size}: x {k} ranks does not fit this machine"));
+        let n = usize::try_from(size / 2).map_err(|_| too_large())?;
+        let bytes = n * 2;
+        let gathered = bytes.checked_mul(k).ok_or_else(too_large)?;
         let data = gradients(n, rank);
         let mut src = comm.alloc(bytes)?;
         src.copy_from_host(&data)?;
-        let mut dst: DeviceBuffer = comm.alloc(bytes * k)?;
-        for (pname, compression) in [
-            ("off", Compression::Off),
-            ("auto", Compression::Lossless(Lossless::Auto)),
-        ] {
+        let mut dst: DeviceBuffer = comm.alloc(gathered)?;
+        for policy in [PolicyName::Off, PolicyName::Auto] {
+            let pname = policy.name();
             let opts = Options {
-                compression: Some(compression),
+                compression: Some(policy.compression()),
                 ..Options::default()
             };
             let ar = time(comm, iters, || {
@@ -423,20 +750,20 @@ fn bench(comm: &Communicator, sizes: &[String], iters: usize) -> Result<(), Erro
                 g.launch(opts)
             })?;
             if rank == 0 {
-                let gb = |b: usize, t: f64| b as f64 / t / 1e9;
+                let bw = |b: usize, t: f64| b as f64 / t;
                 let bus = 2.0 * (k - 1) as f64 / k as f64;
-                println!(
-                    "bench {:?} {k} ranks size {:>6} MiB {pname:4}: all_reduce {:8.3} ms algbw {:7.2} GB/s busbw {:7.2} | all_gather {:8.3} ms algbw {:7.2} GB/s busbw {:7.2} | send/recv {:8.3} ms {:7.2} GB/s",
+                say!(
+                    "bench {:?} {k} ranks size {:>9} {pname:4}: all_reduce {:>10} algbw {:>11} busbw {:>11} | all_gather {:>10} algbw {:>11} busbw {:>11} | send/recv {:>10} {:>11}",
                     comm.transport(),
-                    bytes >> 20,
-                    ar * 1e3,
-                    gb(bytes, ar),
-                    gb(bytes, ar) * bus,
-                    ag * 1e3,
-                    gb(bytes * k, ag),
-                    gb(bytes * k, ag) * (k - 1) as f64 / k as f64,
-                    sr * 1e3,
-                    gb(bytes, sr)
+                    binary_bytes(bytes),
+                    millis(ar),
+                    rate(bw(bytes, ar)),
+                    rate(bw(bytes, ar) * bus),
+                    millis(ag),
+                    rate(bw(gathered, ag)),
+                    rate(bw(gathered, ag) * (k - 1) as f64 / k as f64),
+                    millis(sr),
+                    rate(bw(bytes, sr))
                 );
             }
         }
@@ -447,42 +774,148 @@ fn bench(comm: &Communicator, sizes: &[String], iters: usize) -> Result<(), Erro
 /// Runs the subcommand on one rank; `true` when it passed.
 fn on_rank(comm: Communicator, cli: &Cli) -> Result<bool, Error> {
     match &cli.cmd {
-        Cmd::Check { dump } => Ok(check(&comm, cli, dump.as_ref())? == 0),
-        Cmd::Kill => kill(&comm, cli),
+        Cmd::Check(args) => Ok(check(&comm, args)? == 0),
+        Cmd::Kill => kill(comm),
         Cmd::Bench { sizes, iters } => bench(&comm, sizes, *iters).map(|_| true),
     }
 }
 
+/// `base` with the environment's settings, then the flags' (a flag beats its variable).
 fn config(cli: &Cli, base: Config) -> Result<Config, Error> {
     let mut c = base.with_env()?;
-    c.timeout = Duration::from_millis(cli.timeout_ms);
-    if cli.transport != "auto" {
-        c.transport = cli.transport.parse::<TransportKind>()?;
+    if let Some(ms) = cli.timeout_ms {
+        c.timeout = Duration::from_millis(ms);
+    }
+    if let Some(RateLimit(rate)) = cli.net_rate_limit {
+        c.net.rate_limit_bytes_per_s = rate;
+    }
+    if cli.transport != TransportKind::Auto {
+        c.transport = cli.transport;
     }
     Ok(c)
 }
 
+/// The usage errors that do not depend on a communicator: the ranks a command needs, what
+/// `check` selects.
+fn validate(cli: &Cli, nranks: usize) -> Result<(), Fail> {
+    match &cli.cmd {
+        Cmd::Kill if nranks < 2 => Err(Fail::Usage(format!(
+            "kill --ranks {nranks}: needs at least 2 ranks (rank 1 dies, the others must notice)"
+        ))),
+        Cmd::Bench { .. } if nranks < 2 => Err(Fail::Usage(format!(
+            "bench --ranks {nranks}: needs at least 2 ranks (its send/recv goes from rank 0 to rank 1)"
+        ))),
+        Cmd::Check(args) => Selection::new(args, nranks).map(|_| ()).map_err(Fail::from),
+        _ => Ok(()),
+    }
+}
+
+/// What the command's failure on some rank means.
+fn failed(cli: &Cli) -> Fail {
+    Fail::Check(
+        match cli.cmd {
+            Cmd::Check(_) => "cases failed (the MISMATCH lines above)",
+            Cmd::Kill => "a rank did not get a peer failure in time (the kill lines above)",
+            Cmd::Bench { .. } => "the benchmark failed",
+        }
+        .into(),
+    )
+}
+
+fn run(cli: &Cli) -> Result<(), Fail> {
+    if let Some(comm) = child_communicator(config(cli, Config::gpu())?)? {
+        return match on_rank(comm, cli)? {
+            true => Ok(()),
+            false => Err(failed(cli)),
+        };
+    }
+    // the environment's settings are checked before any rank starts
+    config(cli, Config::sim())?;
+    let ranks = cli.ranks.map(usize::from);
+    if zipcoll::cuda::is_available() && cli.transport != TransportKind::Sim {
+        let nranks = ranks.unwrap_or(zipcoll::cuda::device_count()?.max(2));
+        validate(cli, nranks)?;
+        return match spawn_ranks(nranks)? {
+            0 => Ok(()),
+            // the rank said why on its stderr
+            1 => Err(failed(cli)),
+            2 => Err(Fail::Usage("a rank refused its arguments (above)".into())),
+            code => Err(Fail::Runtime(format!("a rank failed with exit status {code} (above)"))),
+        };
+    }
+    let nranks = ranks.unwrap_or(4);
+    validate(cli, nranks)?;
+    let oks = run_sim(nranks, config(cli, Config::sim())?, |comm| on_rank(comm, cli))?;
+    match oks.into_iter().all(|ok| ok) {
+        true => Ok(()),
+        false => Err(failed(cli)),
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let outcome = (|| -> Result<bool, Error> {
-        if let Some(comm) = child_communicator(config(&cli, Config::gpu())?)? {
-            return on_rank(comm, &cli);
-        }
-        if zipcoll::cuda::is_available() && cli.transport != "sim" {
-            let gpus = zipcoll::cuda::device_count()?;
-            return Ok(spawn_ranks(cli.ranks.unwrap_or(gpus.max(2)))? == 0);
-        }
-        let oks = run_sim(cli.ranks.unwrap_or(4), config(&cli, Config::sim())?, |comm| {
-            on_rank(comm, &cli)
-        })?;
-        Ok(oks.into_iter().all(|ok| ok))
-    })();
-    match outcome {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
+    common::exit(run(&Cli::parse()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_rates_read_as_written() {
+        assert_eq!(binary_bytes(1000), "1000 B");
+        assert_eq!(binary_bytes(64 << 10), "64 KiB");
+        assert_eq!(binary_bytes(3 << 19), "1.50 MiB");
+        assert_eq!(binary_bytes(1 << 30), "1 GiB");
+        assert_eq!(rate(2.5e9), "2.50 GB/s");
+        assert_eq!(rate(1.2e6), "1.20 MB/s");
+    }
+
+    #[test]
+    fn selections_follow_quick_and_the_filters() {
+        let all = Selection::new(&CheckArgs::default(), 4).unwrap();
+        assert_eq!((all.cases.len(), all.combos.len(), all.policies.len()), (8, 11, 4));
+        assert_eq!(all.counts, vec![0, 1, 1000, 1_500_007]);
+        let quick = CheckArgs {
+            quick: true,
+            ..CheckArgs::default()
+        };
+        let q = Selection::new(&quick, 4).unwrap();
+        assert_eq!(
+            (q.cases.len() * q.per_case(), q.counts.clone()),
+            (288, vec![1, 1000, 40_000])
+        );
+        let f16 = CheckArgs {
+            dtype: vec![DType::F16],
+            coll: vec![CollName::AllReduce],
+            ..quick.clone()
+        };
+        let s = Selection::new(&f16, 4).unwrap();
+        assert_eq!(s.combos, vec![(DType::F16, ReduceOp::Sum), (DType::F16, ReduceOp::Max)]);
+        assert_eq!(s.cases.len(), 2);
+        let exact = CheckArgs {
+            dtype: vec![DType::F8E5M2],
+            op: vec![OpName::Avg],
+            ..CheckArgs::default()
+        };
+        assert_eq!(
+            Selection::new(&exact, 2).unwrap().combos,
+            vec![(DType::F8E5M2, ReduceOp::Avg)]
+        );
+        let none = CheckArgs {
+            dtype: vec![DType::F16],
+            op: vec![],
+            coll: vec![CollName::SendRecv],
+            ..CheckArgs::default()
+        };
+        assert!(matches!(Selection::new(&none, 1), Err(Error::InvalidArgument(_))));
+        let no_pair = CheckArgs {
+            op: vec![OpName::Prod],
+            dtype: vec![],
+            ..CheckArgs::default()
+        };
+        assert_eq!(
+            Selection::new(&no_pair, 2).unwrap().combos,
+            vec![(DType::Bf16, ReduceOp::Prod)]
+        );
     }
 }

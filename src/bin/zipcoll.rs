@@ -2,7 +2,7 @@
 //!
 //! | command   | what it does                                                                      | exit status |
 //! |-----------|-----------------------------------------------------------------------------------|-------------|
-//! | `inspect` | per tensor of a file: each codec's ratio, round trip checked bit for bit, the order-0 exponent entropy bound, and the codec the arbitration picks for NVLink and for the network | 0 all round trips equal; 1 one differs; 2 any error |
+//! | `inspect` | per tensor of a file: each codec's ratio, round trip checked bit for bit, the order-0 exponent entropy bound, and the codec the arbitration picks for NVLink and for the network | 0 all round trips equal; 1 one differs; 2 usage error; 3 the file or the GPU failed; 141 stdout closed early |
 //!
 //! ```sh
 //! zipcoll inspect weights.bin --dtype bf16                  # raw little-endian bf16
@@ -19,19 +19,24 @@
 //! `--codec`: one of `raw`, `fixedlen`, `expwindow`, `expans`, `huffman`; `auto` encodes only
 //! what the arbitration picks (and checks the realized size with `Choice::accept_realized`);
 //! without it every codec. Frames are encoded on the CPU simulator, or with `--gpu` on CUDA
-//! device 0 (an error, exit status 2, when there is none).
+//! device 0 (an error, exit status 3, when there is none). `--frame-elems` is checked against
+//! every tensor's dtype before anything is encoded. Exit statuses are those of every zipcoll
+//! tool (`src/bin/common`).
 
+#[path = "common/mod.rs"]
+mod common;
 #[path = "zipcoll/input.rs"]
 mod input;
 #[path = "zipcoll/inspect.rs"]
 mod inspect;
 
 use clap::{Parser, Subcommand};
+use common::Fail;
 use inspect::InspectArgs;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "zipcoll", about = "Command-line tools over zipcoll's codecs")]
+#[command(name = "zipcoll", version, about = "Command-line tools over zipcoll's codecs", after_help = common::EXIT_STATUSES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -40,23 +45,18 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Compression ratios, round trips, entropy bound and arbitration for the tensors of a file.
+    #[command(after_help = common::EXIT_STATUSES)]
     Inspect(InspectArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Inspect(args) => inspect::run(&args),
-    };
-    match result {
-        Ok(inspect::Outcome::AllEqual) => ExitCode::SUCCESS,
-        Ok(inspect::Outcome::Mismatch) => {
-            eprintln!("error: a round trip did not give back the data bit for bit");
-            ExitCode::from(1)
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
-    }
+    common::exit(match cli.command {
+        Command::Inspect(args) => inspect::run(&args).and_then(|outcome| match outcome {
+            inspect::Outcome::AllEqual => Ok(()),
+            inspect::Outcome::Mismatch => Err(Fail::Check(
+                "a round trip did not give back the data bit for bit".into(),
+            )),
+        }),
+    })
 }

@@ -1,15 +1,15 @@
 //! A communicator's settings: compression policy, transport choice, FIFO geometry, parallelism,
 //! calls in flight and timeout, each with a default and an environment variable that overrides
-//! it.
+//! it. A value that cannot be used is an error naming the variable and the accepted form.
 //!
 //! | field          | default (GPU / simulator)  | environment variable        | meaning                                   |
 //! |----------------|----------------------------|-----------------------------|-------------------------------------------|
 //! | `compression`  | `Lossless(Auto)`           | `ZIPCOLL_COMPRESSION`       | `off`, `auto`, or a codec name (`expans`, ...) |
 //! | `transport`    | `Auto`                     | `ZIPCOLL_TRANSPORT`         | `auto`, `p2p`, `net` (`sim` for the simulator's in-process FIFOs) |
-//! | `buffer_bytes` | 4 MiB / 64 KiB             | `ZIPCOLL_BUFFER_BYTES`      | bytes of one FIFO (8 slots)               |
-//! | `channels`     | 64 / 2                     | `ZIPCOLL_CHANNELS`          | warps (each with its own FIFOs) per collective and peer |
+//! | `buffer_bytes` | 4 MiB / 64 KiB             | `ZIPCOLL_BUFFER_BYTES`      | bytes of one FIFO (8 slots): 2K..=8G, with the suffixes of [`crate::units`] (`1M`, `64KiB`) |
+//! | `channels`     | 64 / 2                     | `ZIPCOLL_CHANNELS`          | warps (each with its own FIFOs) per collective and peer (1..=256) |
 //! | `max_inflight` | 16                         | `ZIPCOLL_MAX_INFLIGHT`      | calls enqueued and not finished (1..=1024; a GPU's call slots) |
-//! | `timeout`      | 60 s / 20 s                | `ZIPCOLL_TIMEOUT_MS`        | how long any wait for a peer may last     |
+//! | `timeout`      | 60 s / 20 s                | `ZIPCOLL_TIMEOUT_MS`        | how long any wait for a peer may last, in ms (at least 1) |
 //! | `net`          | [`NetConfig::default`]     | `ZIPCOLL_NET_SOCKETS`, `ZIPCOLL_NET_RATE_LIMIT` | sockets per peer, an optional rate limit |
 //!
 //! Memory: each rank holds, per peer and channel, one FIFO (`buffer_bytes`) and two staging
@@ -137,35 +137,52 @@ impl Config {
         }
     }
 
-    /// These settings with every environment variable of the module table that is set applied.
-    pub fn with_env(mut self) -> Result<Config> {
-        fn var<T: FromStr>(name: &str) -> Result<Option<T>> {
-            match std::env::var(name) {
-                Ok(v) => v
-                    .trim()
-                    .parse()
-                    .map(Some)
-                    .map_err(|_| Error::InvalidArgument(format!("{name}={v:?} cannot be parsed"))),
-                Err(_) => Ok(None),
-            }
+    /// These settings with every environment variable of the module table that is set (and not
+    /// empty) applied. A value that cannot be used is [`Error::InvalidArgument`] naming the
+    /// variable and the accepted form, e.g. `ZIPCOLL_CHANNELS="0": channels must be in
+    /// 1..=256`. Sizes take the suffixes of [`crate::units`] (`ZIPCOLL_BUFFER_BYTES=1M`).
+    pub fn with_env(self) -> Result<Config> {
+        self.with_vars(|name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()))
+    }
+
+    /// [`Config::with_env`] with the variables `var` returns.
+    fn with_vars(mut self, var: impl Fn(&str) -> Option<String>) -> Result<Config> {
+        // (the variable, its value) for those set and not empty
+        let set = |name: &'static str| var(name).filter(|v| !v.trim().is_empty()).map(|v| (name, v));
+        let bad = |(name, v): (&str, String), why: String| Error::InvalidArgument(format!("{name}={v:?}: {why}"));
+        fn number<T: FromStr>(v: &str) -> std::result::Result<T, String> {
+            v.trim().parse().map_err(|_| "expected a whole number".to_owned())
         }
-        if let Some(v) = var::<String>("ZIPCOLL_COMPRESSION")? {
-            self.compression = v.parse()?;
+        if let Some((name, v)) = set("ZIPCOLL_COMPRESSION") {
+            self.compression = v.parse().map_err(|e: Error| bad((name, v), reason(e)))?;
         }
-        if let Some(v) = var::<String>("ZIPCOLL_TRANSPORT")? {
-            self.transport = v.parse()?;
+        if let Some((name, v)) = set("ZIPCOLL_TRANSPORT") {
+            self.transport = v.parse().map_err(|e: Error| bad((name, v), reason(e)))?;
         }
-        if let Some(v) = var("ZIPCOLL_BUFFER_BYTES")? {
-            self.buffer_bytes = v;
+        if let Some(nv) = set("ZIPCOLL_BUFFER_BYTES") {
+            self.buffer_bytes = crate::units::parse_size(&nv.1)
+                .map_err(|e| format!("{}: {}", e.why, BUFFER_RANGE))
+                .and_then(|b| check_buffer_bytes(b).map(|()| b))
+                .map_err(|why| bad(nv, why))?;
         }
-        if let Some(v) = var("ZIPCOLL_CHANNELS")? {
-            self.channels = v;
+        if let Some(nv) = set("ZIPCOLL_CHANNELS") {
+            self.channels = number(&nv.1)
+                .map_err(|why| format!("{why}: {}", CHANNELS_RANGE))
+                .and_then(|n| check_channels(n).map(|()| n))
+                .map_err(|why| bad(nv, why))?;
         }
-        if let Some(v) = var("ZIPCOLL_MAX_INFLIGHT")? {
-            self.max_inflight = v;
+        if let Some(nv) = set("ZIPCOLL_MAX_INFLIGHT") {
+            self.max_inflight = number(&nv.1)
+                .map_err(|why| format!("{why}: {}", INFLIGHT_RANGE))
+                .and_then(|n| check_max_inflight(n).map(|()| n))
+                .map_err(|why| bad(nv, why))?;
         }
-        if let Some(v) = var("ZIPCOLL_TIMEOUT_MS")? {
-            self.timeout = Duration::from_millis(v);
+        if let Some(nv) = set("ZIPCOLL_TIMEOUT_MS") {
+            self.timeout = number(&nv.1)
+                .map_err(|why| format!("{why}: {}", TIMEOUT_RANGE))
+                .map(Duration::from_millis)
+                .and_then(|t| check_timeout(t).map(|()| t))
+                .map_err(|why| bad(nv, why))?;
         }
         self.net = NetConfig::from_env_over(self.net)?;
         Ok(self)
@@ -176,29 +193,85 @@ impl Config {
         self.buffer_bytes / NSLOTS / SLOT_ALIGN * SLOT_ALIGN
     }
 
-    /// Checks the settings: a slot fits at least a header and a few elements, at least one
-    /// channel, at least one call in flight, a nonzero timeout.
+    /// Checks the settings: a slot fits at least a header and a few elements and at most
+    /// 1 GiB, 1..=256 channels, 1..=1024 calls in flight, a timeout of at least 1 ms. The
+    /// error names the field, its environment variable and the accepted range.
     pub fn validate(&self) -> Result<()> {
-        let bad = |m: String| Err(Error::InvalidArgument(m));
-        if self.slot_bytes() < 256 {
-            return bad(format!(
-                "buffer_bytes {} leaves slots under 256 bytes",
-                self.buffer_bytes
-            ));
+        let field = |name: &str, value: String, var: &str, why: String| {
+            Err(Error::InvalidArgument(format!(
+                "Config::{name} = {value}: {why} ({var})"
+            )))
+        };
+        if let Err(why) = check_buffer_bytes(self.buffer_bytes) {
+            return field(
+                "buffer_bytes",
+                self.buffer_bytes.to_string(),
+                "ZIPCOLL_BUFFER_BYTES",
+                why,
+            );
         }
-        if self.slot_bytes() > 1 << 30 {
-            return bad(format!("buffer_bytes {} makes slots over 1 GiB", self.buffer_bytes));
+        if let Err(why) = check_channels(self.channels) {
+            return field("channels", self.channels.to_string(), "ZIPCOLL_CHANNELS", why);
         }
-        if self.channels == 0 || self.channels > 256 {
-            return bad(format!("channels {} is not in 1..=256", self.channels));
+        if let Err(why) = check_max_inflight(self.max_inflight) {
+            return field(
+                "max_inflight",
+                self.max_inflight.to_string(),
+                "ZIPCOLL_MAX_INFLIGHT",
+                why,
+            );
         }
-        if self.max_inflight == 0 || self.max_inflight > 1024 {
-            return bad(format!("max_inflight {} is not in 1..=1024", self.max_inflight));
-        }
-        if self.timeout.is_zero() {
-            return bad("timeout is zero".into());
+        if let Err(why) = check_timeout(self.timeout) {
+            return field("timeout", format!("{:?}", self.timeout), "ZIPCOLL_TIMEOUT_MS", why);
         }
         Ok(())
+    }
+}
+
+/// The accepted FIFO sizes: 8 slots of 256 bytes (a header and a few elements) to 1 GiB.
+const BUFFER_BYTES: std::ops::RangeInclusive<u64> = NSLOTS * 256..=NSLOTS << 30;
+const BUFFER_RANGE: &str = "a FIFO's bytes must be in 2K..=8G (8 slots of 256 bytes to 1 GiB; K, M, G suffixes)";
+/// The accepted channel counts.
+const MAX_CHANNELS: usize = 256;
+const CHANNELS_RANGE: &str = "channels must be in 1..=256";
+/// The accepted numbers of calls in flight.
+const MAX_INFLIGHT: usize = 1024;
+const INFLIGHT_RANGE: &str = "calls in flight must be in 1..=1024";
+const TIMEOUT_RANGE: &str = "the timeout must be at least 1 ms";
+
+fn check_buffer_bytes(bytes: u64) -> std::result::Result<(), String> {
+    match BUFFER_BYTES.contains(&bytes) {
+        true => Ok(()),
+        false => Err(BUFFER_RANGE.into()),
+    }
+}
+
+fn check_channels(n: usize) -> std::result::Result<(), String> {
+    match (1..=MAX_CHANNELS).contains(&n) {
+        true => Ok(()),
+        false => Err(CHANNELS_RANGE.into()),
+    }
+}
+
+fn check_max_inflight(n: usize) -> std::result::Result<(), String> {
+    match (1..=MAX_INFLIGHT).contains(&n) {
+        true => Ok(()),
+        false => Err(INFLIGHT_RANGE.into()),
+    }
+}
+
+fn check_timeout(t: Duration) -> std::result::Result<(), String> {
+    match t >= Duration::from_millis(1) {
+        true => Ok(()),
+        false => Err(TIMEOUT_RANGE.into()),
+    }
+}
+
+/// An [`Error::InvalidArgument`]'s message (other errors in full).
+fn reason(e: Error) -> String {
+    match e {
+        Error::InvalidArgument(m) => m,
+        e => e.to_string(),
     }
 }
 
@@ -249,5 +322,109 @@ mod tests {
         };
         assert!(one.validate().is_ok());
         assert_eq!(Config::gpu().slot_bytes(), 512 << 10);
+        let slow = Config {
+            timeout: Duration::from_micros(10),
+            ..Config::sim()
+        };
+        let e = slow.validate().unwrap_err().to_string();
+        assert!(e.contains("Config::timeout") && e.contains("ZIPCOLL_TIMEOUT_MS"), "{e}");
+    }
+
+    /// `Config::sim()` with the variables `vars`, the others unset.
+    fn with(vars: &[(&str, &str)]) -> Result<Config> {
+        let vars: Vec<(String, String)> = vars.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
+        Config::sim().with_vars(|name| vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()))
+    }
+
+    /// The message of the error `vars` give.
+    fn message(vars: &[(&str, &str)]) -> String {
+        match with(vars) {
+            Err(Error::InvalidArgument(m)) => m,
+            other => panic!("{vars:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn variables_take_the_units_parser_and_their_ranges() {
+        let c = with(&[
+            ("ZIPCOLL_BUFFER_BYTES", "1M"),
+            ("ZIPCOLL_CHANNELS", " 8 "),
+            ("ZIPCOLL_MAX_INFLIGHT", "4"),
+            ("ZIPCOLL_TIMEOUT_MS", "1500"),
+            ("ZIPCOLL_COMPRESSION", "expans"),
+            ("ZIPCOLL_TRANSPORT", "net"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (c.buffer_bytes, c.channels, c.max_inflight, c.timeout),
+            (1 << 20, 8, 4, Duration::from_millis(1500))
+        );
+        assert_eq!(c.compression, Compression::Lossless(Lossless::Force(CodecId::ExpAns)));
+        assert_eq!(c.transport, TransportKind::Net);
+        assert_eq!(with(&[("ZIPCOLL_BUFFER_BYTES", "1GiB")]).unwrap().buffer_bytes, 1 << 30);
+        assert_eq!(
+            with(&[("ZIPCOLL_CHANNELS", "")]).unwrap().channels,
+            Config::sim().channels
+        );
+    }
+
+    #[test]
+    fn bad_variables_name_themselves_and_the_accepted_form() {
+        let cases: [(&str, &str, &str); 10] = [
+            (
+                "ZIPCOLL_CHANNELS",
+                "0",
+                "ZIPCOLL_CHANNELS=\"0\": channels must be in 1..=256",
+            ),
+            (
+                "ZIPCOLL_CHANNELS",
+                "257",
+                "ZIPCOLL_CHANNELS=\"257\": channels must be in 1..=256",
+            ),
+            (
+                "ZIPCOLL_CHANNELS",
+                "two",
+                "ZIPCOLL_CHANNELS=\"two\": expected a whole number: channels must be in 1..=256",
+            ),
+            (
+                "ZIPCOLL_MAX_INFLIGHT",
+                "0",
+                "ZIPCOLL_MAX_INFLIGHT=\"0\": calls in flight must be in 1..=1024",
+            ),
+            (
+                "ZIPCOLL_TIMEOUT_MS",
+                "0",
+                "ZIPCOLL_TIMEOUT_MS=\"0\": the timeout must be at least 1 ms",
+            ),
+            (
+                "ZIPCOLL_TIMEOUT_MS",
+                "1s",
+                "ZIPCOLL_TIMEOUT_MS=\"1s\": expected a whole number",
+            ),
+            (
+                "ZIPCOLL_BUFFER_BYTES",
+                "1K",
+                "ZIPCOLL_BUFFER_BYTES=\"1K\": a FIFO's bytes must be in 2K..=8G",
+            ),
+            (
+                "ZIPCOLL_BUFFER_BYTES",
+                "17179869184G",
+                "ZIPCOLL_BUFFER_BYTES=\"17179869184G\": it does not fit 64 bits",
+            ),
+            (
+                "ZIPCOLL_COMPRESSION",
+                "zstd",
+                "ZIPCOLL_COMPRESSION=\"zstd\": unknown compression",
+            ),
+            (
+                "ZIPCOLL_TRANSPORT",
+                "ib",
+                "ZIPCOLL_TRANSPORT=\"ib\": unknown transport \"ib\": auto, p2p, net or sim",
+            ),
+        ];
+        for (name, value, want) in cases {
+            let m = message(&[(name, value)]);
+            assert!(m.starts_with(want), "{name}={value}: {m}");
+        }
     }
 }

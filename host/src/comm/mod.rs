@@ -30,9 +30,10 @@
 //! | anything, once the communicator has failed            | every call, `synchronize`, `query`: [`Error::Aborted`] | |
 //!
 //! What waits: `synchronize`; a call when [`Config::max_inflight`] calls are in flight (for the
-//! oldest); a call whose Auto compression needs a sample of its input ([`Lossless::Auto`]: the
-//! sample is copied on the stream after the calls before it, so it waits for them; the size-only
-//! gate, e.g. RAW on NVLink, does not); [`DeviceBuffer::to_host`]; dropping the communicator
+//! oldest); a call whose Auto compression needs a sample of its input, and
+//! [`Communicator::auto_plan`] (what Auto decides, and why) ([`Lossless::Auto`]: the sample is
+//! copied on the stream after the calls before it, so it waits for them; the size-only gate,
+//! e.g. RAW on NVLink, does not); [`DeviceBuffer::to_host`]; dropping the communicator
 //! (for the calls in flight; a kernel whose peer died ends by its own timeout, and one still
 //! running a timeout later is stopped by the abort word).
 //!
@@ -83,7 +84,7 @@ use inflight::{Failed, Wait};
 use plan::{CollArgs, P2pOp, Plan};
 use std::sync::atomic::Ordering;
 use std::sync::{Mutex, PoisonError};
-use zipcoll_device::arbitrate::{Arbiter, TransportModel, NET, NVLINK};
+use zipcoll_device::arbitrate::{Arbiter, Plan as ArbitrationPlan, TransportModel, NET, NVLINK};
 use zipcoll_device::codec::{max_encoded_len, CodecId};
 use zipcoll_device::dtype::{DType, Elem};
 use zipcoll_device::reduce::ReduceOp;
@@ -126,6 +127,25 @@ pub enum Data<'a> {
         /// The output.
         dst: &'a mut DeviceBuffer,
     },
+}
+
+/// What [`Lossless::Auto`] decides for a call, and from what ([`Communicator::auto_plan`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AutoPlan {
+    /// The link model it decides with: the link's preset (NVLink for P2P, the network for NET
+    /// and the simulator's FIFOs), capped at the NET rate limit, with the coding rate of the
+    /// channels on a GPU.
+    pub link: TransportModel,
+    /// The arbitration's plan: the codec it picked (none: RAW) and why, the predicted bytes
+    /// and times.
+    pub plan: ArbitrationPlan,
+}
+
+impl AutoPlan {
+    /// The codec the call sends with (`Raw` when the plan picked none).
+    pub fn codec(&self) -> CodecId {
+        self.plan.choice.map_or(CodecId::Raw, |c| c.codec)
+    }
 }
 
 /// One rank of a communicator (see the module docs).
@@ -414,31 +434,52 @@ impl Communicator {
         }
     }
 
+    /// What Auto would decide now for an all_reduce, reduce or broadcast of `count` elements of
+    /// `dtype` whose input is `input` (all_gather's `count` too): the link model it decides with
+    /// and the arbitration's plan (the codec, or RAW and why; predicted bytes and times). The
+    /// same decision a call makes, from the same sample; it enqueues nothing. Errors: those of a
+    /// call's argument checks, and the sample's copy on a GPU.
+    pub fn auto_plan(&self, input: &DeviceBuffer, count: usize, dtype: DType) -> Result<AutoPlan> {
+        self.check_usable()?;
+        self.links.check_buffer(input)?;
+        let need = count
+            .checked_mul(dtype.size_bytes())
+            .ok_or_else(|| Error::InvalidArgument(format!("count {count} overflows")))?;
+        check_len("input", input.len(), need)?;
+        // ordered as a call: the sample is taken after the calls enqueued before
+        let _calls = self.links.calls();
+        self.auto(dtype, input.ptr().cast_const(), count, self.frame_elems(dtype, count))
+    }
+
     /// The codec a call sends with (`Raw`: compression off), for `n` input elements at `src`
     /// cut into frames of `fe`.
-    /// Auto decides from the size alone where it can ([`Arbiter::gate`]); otherwise it samples
-    /// the input, which on a GPU is copied on the stream after the calls enqueued before and
-    /// waited for (so the input holds what they wrote).
     fn codec_for(&self, opts: Options, dtype: DType, src: *const u8, n: usize, fe: usize) -> Result<CodecId> {
         match opts.compression.unwrap_or(self.config.compression) {
             Compression::Off => Ok(CodecId::Raw),
             Compression::Lossless(Lossless::Force(c)) => Ok(c),
-            Compression::Lossless(Lossless::Auto) => {
-                let arbiter = Arbiter::new(self.link_model());
-                // the gates decide from the size alone (RAW on NVLink): no sample to fetch
-                if let Some(gated) = dispatch_dtype!(dtype, |T| arbiter.gate::<T>(n, fe, u64::MAX)) {
-                    return Ok(gated.choice.map_or(CodecId::Raw, |c| c.codec));
-                }
-                let image = self.links.sample(dtype, src, n)?;
-                let plan = dispatch_dtype!(dtype, |T| {
-                    // SAFETY: the image holds `n` elements (the sampled ranges as the input's),
-                    // aligned for any element type, and nothing writes it meanwhile.
-                    let data = unsafe { std::slice::from_raw_parts(image.ptr().cast::<<T as Elem>::Bits>(), n) };
-                    arbiter.plan::<T>(data, fe, u64::MAX)
-                });
-                Ok(plan.choice.map_or(CodecId::Raw, |c| c.codec))
-            }
+            Compression::Lossless(Lossless::Auto) => self.auto(dtype, src, n, fe).map(|a| a.codec()),
         }
+    }
+
+    /// Auto's decision for `n` input elements at `src` cut into frames of `fe`: from the size
+    /// alone where it can ([`Arbiter::gate`]); otherwise from a sample of the input, which on a
+    /// GPU is copied on the stream after the calls enqueued before and waited for (so the
+    /// input holds what they wrote).
+    fn auto(&self, dtype: DType, src: *const u8, n: usize, fe: usize) -> Result<AutoPlan> {
+        let link = self.link_model();
+        let arbiter = Arbiter::new(link);
+        // the gates decide from the size alone (RAW on NVLink): no sample to fetch
+        if let Some(plan) = dispatch_dtype!(dtype, |T| arbiter.gate::<T>(n, fe, u64::MAX)) {
+            return Ok(AutoPlan { link, plan });
+        }
+        let image = self.links.sample(dtype, src, n)?;
+        let plan = dispatch_dtype!(dtype, |T| {
+            // SAFETY: the image holds `n` elements (the sampled ranges as the input's),
+            // aligned for any element type, and nothing writes it meanwhile.
+            let data = unsafe { std::slice::from_raw_parts(image.ptr().cast::<<T as Elem>::Bits>(), n) };
+            arbiter.plan::<T>(data, fe, u64::MAX)
+        });
+        Ok(AutoPlan { link, plan })
     }
 
     fn check_usable(&self) -> Result<()> {
@@ -633,5 +674,43 @@ impl<'a> Group<'a> {
             )?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zipcoll_device::arbitrate::Reason;
+
+    #[test]
+    fn auto_plan_shows_the_decision_a_call_makes() {
+        let n = 1 << 16;
+        let data = crate::testdata::normal(DType::Bf16, n, 3);
+        let plans = run_sim(2, Config::sim(), |comm| {
+            let mut buf = comm.alloc(data.len())?;
+            buf.copy_from_host(&data)?;
+            let big = comm.auto_plan(&buf, n, DType::Bf16)?;
+            let tiny = comm.auto_plan(&buf, 8, DType::Bf16)?;
+            let short = comm.auto_plan(&buf, n + 1, DType::Bf16);
+            // the decision is the call's: the all_reduce runs with it
+            let codec = comm.codec_for(
+                Options::default(),
+                DType::Bf16,
+                buf.ptr().cast_const(),
+                n,
+                comm.frame_elems(DType::Bf16, n),
+            )?;
+            Ok((big, tiny, short.is_err(), codec))
+        })
+        .unwrap();
+        for (big, tiny, short_is_err, codec) in plans {
+            // the simulator decides with the network's preset: N(0,1) bf16 compresses there
+            assert_eq!(big.link.name, "net");
+            assert_ne!(big.codec(), CodecId::Raw, "{big:?}");
+            assert_eq!(big.plan.reason, Reason::Predicted);
+            assert_eq!(codec, big.codec());
+            assert_eq!((tiny.codec(), tiny.plan.reason), (CodecId::Raw, Reason::TooSmall));
+            assert!(short_is_err);
+        }
     }
 }

@@ -1,4 +1,7 @@
-//! Tests of the `zipcoll` binary: small files written here, the binary run on them.
+//! Tests of the command-line tools: the `zipcoll` binary on small files written here, and
+//! `zipcoll-comm` and `zipcoll-bench` on the simulator (or without a GPU), through what a user
+//! sees: stdout, stderr and the exit status (0 ok, 1 check failed, 2 usage, 3 runtime, 141 stdout
+//! closed; `src/bin/common`).
 //!
 //! | test                                   | file                                   | expects                                         |
 //! |----------------------------------------|----------------------------------------|-------------------------------------------------|
@@ -8,12 +11,21 @@
 //! | `safetensors_two_dtypes`               | BF16 + F32 + I32 tensors               | both float tensors with their dtypes, the I32 one skipped with a note; `--dtype` filters |
 //! | `auto_codec_checks_realized_size`      | N(0,1) bf16                            | the NET pick encoded and accepted               |
 //! | `errors_exit_nonzero_with_a_message`   | missing file, odd length, unknown codec, unknown dtype, no --dtype, a bad safetensors file | exit != 0 and the message |
-//! | `gpu_flag_runs_on_cuda_or_is_a_clear_error` | --gpu                             | with a CUDA GPU: exit 0 on `cuda:0`; without: exit 2 and the message |
+//! | `gpu_flag_runs_on_cuda_or_is_a_clear_error` | --gpu                             | with a CUDA GPU: exit 0 on `cuda:0`; without: exit 3 and the message |
+//! | `inspect_into_a_closed_pipe_stops_quietly` | stdout a pipe whose reader is gone | exit 141, no panic, nothing on stderr     |
+//! | `frame_elems_are_checked_before_any_work` | --frame-elems over a dtype's limit  | exit 2, nothing on stdout; `--help` states the range |
+//! | `every_tool_has_version_and_exit_statuses` | --version, --help                   | the tool's name and version; the exit-status table |
+//! | `comm_kill_on_sim_sees_the_survivors_error` | `zipcoll-comm kill` on 2 thread ranks | exit 0 only with rank 0's typed error reported in time |
+//! | `comm_timeout_flag_beats_env_which_beats_default` | `ZIPCOLL_TIMEOUT_MS`, `--timeout-ms` | the kill's limit follows the flag, else the variable |
+//! | `comm_usage_errors_name_the_problem`    | --ranks 0, bench --iters 0 / --ranks 1 / an overflowing size, bad ZIPCOLL_* values, an empty selection | exit 2 and the message |
+//! | `comm_env_sizes_take_suffixes`          | `ZIPCOLL_BUFFER_BYTES=128K`            | accepted, the check passes                      |
+//! | `comm_check_quick_reports_progress`     | `check --quick` narrowed by filters     | the plan line, a progress line per collective, exit 0 |
+//! | `bench_codec_usage_is_checked_first`    | `zipcoll-bench codec` with bad values  | exit 2 (usage) before it looks for a GPU        |
 
 use safetensors::tensor::TensorView;
 use safetensors::Dtype;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use zipcoll_device::dtype::{Bf16, Elem, F32, F8E4M3, F8E5M2};
 
 /// A directory removed when dropped.
@@ -237,7 +249,244 @@ fn gpu_flag_runs_on_cuda_or_is_a_clear_error() {
         assert!(success(&out).contains("on cuda:0"));
     } else {
         let (_, stderr) = text(&out);
-        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(out.status.code(), Some(3), "{stderr}");
         assert!(stderr.contains("--gpu needs a usable CUDA GPU"), "{stderr}");
+    }
+}
+
+#[test]
+fn inspect_into_a_closed_pipe_stops_quietly() {
+    let dir = TempDir::new("pipe");
+    let file = dir.path("x.bf16");
+    std::fs::write(&file, bytes_of::<Bf16>(&normal(4096, 8))).unwrap();
+    // the reader is gone before the tool writes anything: its first line meets a broken pipe
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_zipcoll"))
+        .args(["inspect", s(&file), "--dtype", "bf16"])
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}
+
+#[test]
+fn frame_elems_are_checked_before_any_work() {
+    let dir = TempDir::new("frames");
+    let file = dir.path("x.f32");
+    std::fs::write(&file, bytes_of::<F32>(&normal(1024, 9))).unwrap();
+    let out = inspect(&[s(&file), "--dtype", "f32", "--frame-elems", "300000000"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stdout.is_empty(), "nothing runs before the check:\n{stdout}");
+    assert!(
+        stderr.contains("--frame-elems 300000000: frames of f32 (<raw>) hold at most 268435456 elements"),
+        "{stderr}"
+    );
+    let help = success(&inspect(&["--help"]));
+    assert!(help.contains("268435456 f32 elements"), "{help}");
+}
+
+/// Runs `exe` with `args` and the environment variables `env`.
+fn tool(exe: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(exe);
+    c.args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run the tool")
+}
+
+/// Runs `zipcoll-comm` with `args` and `env` on the simulator's thread ranks.
+fn comm(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut all = vec!["--transport", "sim"];
+    all.extend_from_slice(args);
+    tool(env!("CARGO_BIN_EXE_zipcoll-comm"), &all, env)
+}
+
+/// Asserts `out` exited with `code` and its stderr contains `message`.
+fn fails_with(out: &Output, code: i32, message: &str) {
+    let (o, e) = text(out);
+    assert_eq!(out.status.code(), Some(code), "stdout:\n{o}\nstderr:\n{e}");
+    assert!(e.contains(message), "wanted {message:?} in:\n{e}");
+}
+
+#[test]
+fn every_tool_has_version_and_exit_statuses() {
+    for (exe, name) in [
+        (env!("CARGO_BIN_EXE_zipcoll"), "zipcoll"),
+        (env!("CARGO_BIN_EXE_zipcoll-comm"), "zipcoll-comm"),
+        (env!("CARGO_BIN_EXE_zipcoll-bench"), "zipcoll-bench"),
+    ] {
+        let version = success(&tool(exe, &["--version"], &[]));
+        assert_eq!(version.trim(), format!("{name} {}", env!("CARGO_PKG_VERSION")));
+        let help = success(&tool(exe, &["--help"], &[]));
+        assert!(help.contains("Exit status: 0 ok; 1 a check failed"), "{name}:\n{help}");
+    }
+    let help = success(&comm(&["check", "--help"], &[]));
+    assert!(help.contains("2 usage error") && help.contains("--quick"), "{help}");
+}
+
+#[test]
+fn comm_kill_on_sim_sees_the_survivors_error() {
+    let out = comm(&["kill", "--ranks", "2", "--timeout-ms", "1000"], &[]);
+    let stdout = success(&out);
+    assert!(stdout.contains("rank 1 stops participating"), "{stdout}");
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("rank 0 got"))
+        .unwrap_or_else(|| panic!("no line of rank 0's outcome:\n{stdout}"));
+    assert!(line.contains("got error `") && line.ends_with(": ok"), "{line}");
+}
+
+/// The limit the kill line of rank 0 states, in seconds (the timeout + 10 s).
+fn kill_limit(out: &Output) -> String {
+    let stdout = success(out);
+    stdout
+        .split("(limit ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .unwrap_or_else(|| panic!("no limit in:\n{stdout}"))
+        .to_owned()
+}
+
+#[test]
+fn comm_timeout_flag_beats_env_which_beats_default() {
+    let env_only = comm(&["kill", "--ranks", "2"], &[("ZIPCOLL_TIMEOUT_MS", "2000")]);
+    assert_eq!(kill_limit(&env_only), "12");
+    let both = comm(
+        &["kill", "--ranks", "2", "--timeout-ms", "1000"],
+        &[("ZIPCOLL_TIMEOUT_MS", "2000")],
+    );
+    assert_eq!(kill_limit(&both), "11");
+}
+
+/// Arguments, environment variables, and the message the tool must print.
+type UsageCase<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+
+#[test]
+fn comm_usage_errors_name_the_problem() {
+    let cases: [UsageCase; 10] = [
+        (
+            &["check", "--ranks", "0"],
+            &[],
+            "invalid value '0' for '--ranks <RANKS>'",
+        ),
+        (
+            &["bench", "--iters", "0"],
+            &[],
+            "invalid value '0' for '--iters <ITERS>'",
+        ),
+        (
+            &["bench", "--sizes", "17179869184G"],
+            &[],
+            "\"17179869184G\" is not a size: it does not fit 64 bits",
+        ),
+        (
+            &["bench", "--ranks", "1", "--sizes", "4K"],
+            &[],
+            "bench --ranks 1: needs at least 2 ranks (its send/recv goes from rank 0 to rank 1)",
+        ),
+        (&["kill", "--ranks", "1"], &[], "kill --ranks 1: needs at least 2 ranks"),
+        (
+            &["check", "--quick"],
+            &[("ZIPCOLL_TIMEOUT_MS", "0")],
+            "ZIPCOLL_TIMEOUT_MS=\"0\": the timeout must be at least 1 ms",
+        ),
+        (
+            &["check", "--quick"],
+            &[("ZIPCOLL_CHANNELS", "0")],
+            "ZIPCOLL_CHANNELS=\"0\": channels must be in 1..=256",
+        ),
+        (
+            &["check", "--coll", "send_recv", "--ranks", "1"],
+            &[],
+            "selects no collective with 1 rank(s) (send_recv needs 2)",
+        ),
+        (
+            &["check", "--count", "18446744073709551615"],
+            &[],
+            "expected a number of elements in 0..=268435456",
+        ),
+        (&["bench", "--net-rate-limit", "fast"], &[], "\"fast\" is not a rate"),
+    ];
+    for (args, env, message) in cases {
+        fails_with(&comm(args, env), 2, message);
+    }
+}
+
+#[test]
+fn comm_env_sizes_take_suffixes() {
+    let args = [
+        "check",
+        "--ranks",
+        "2",
+        "--coll",
+        "all_gather",
+        "--dtype",
+        "bf16",
+        "--op",
+        "sum",
+        "--count",
+        "1000",
+    ];
+    let stdout = success(&comm(&args, &[("ZIPCOLL_BUFFER_BYTES", "128K")]));
+    assert!(stdout.contains("4 cases per rank x 2 ranks, 0 failed"), "{stdout}");
+}
+
+#[test]
+fn comm_check_quick_reports_progress() {
+    let args = [
+        "check",
+        "--quick",
+        "--ranks",
+        "2",
+        "--coll",
+        "all_reduce_ring,send_recv",
+    ];
+    let stdout = success(&comm(&args, &[]));
+    let mut lines = stdout.lines();
+    let plan = lines.next().unwrap_or_default();
+    assert!(
+        plan.contains("2 ranks: 72 cases per rank (2 collectives x 3 dtype/op x 4 compressions x 3 counts)"),
+        "{stdout}"
+    );
+    let progress: Vec<&str> = lines
+        .filter(|l| l.starts_with("check ") && l.contains(" cases, "))
+        .collect();
+    assert_eq!(progress.len(), 2, "{stdout}");
+    assert!(
+        progress[0].starts_with("check all_reduce_ring") && progress[0].contains("36/72 cases"),
+        "{stdout}"
+    );
+    assert!(
+        progress[1].starts_with("check send_recv_shift") && progress[1].contains("72/72 cases, 0 failed"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn bench_codec_usage_is_checked_first() {
+    let bench = env!("CARGO_BIN_EXE_zipcoll-bench");
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["codec", "--repeats", "0"],
+            "invalid value '0' for '--repeats <REPEATS>'",
+        ),
+        (
+            &["codec", "--frame-elems", "0"],
+            "expected a number of elements in 1..=1073741824",
+        ),
+        (
+            &["codec", "--dtype", "f32", "--frame-elems", "300000000"],
+            "--frame-elems 300000000: frames of f32 hold at most 268435456 elements",
+        ),
+        (&["crosscheck", "--sizes", "1Q"], "\"1Q\" is not a size"),
+    ];
+    for (args, message) in cases {
+        fails_with(&tool(bench, args, &[]), 2, message);
     }
 }

@@ -11,6 +11,7 @@
 //!
 //! Tensors of other dtypes are skipped, each with a note.
 
+use crate::common::Fail;
 use safetensors::{Dtype, SafeTensors};
 use std::ops::Range;
 use std::path::Path;
@@ -77,27 +78,28 @@ fn from_safetensors(dtype: Dtype) -> Option<DType> {
 }
 
 /// Reads `path`: a `.safetensors` file (every tensor of a coded dtype; `dtype`, if given, keeps
-/// only that dtype's) or raw little-endian elements of `dtype` (then required).
-pub fn read(path: &Path, dtype: Option<DType>) -> Result<Input, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+/// only that dtype's) or raw little-endian elements of `dtype` (then required: a usage error
+/// without it); a file that cannot be read or holds no whole elements is a runtime error.
+pub fn read(path: &Path, dtype: Option<DType>) -> Result<Input, Fail> {
+    let bytes = std::fs::read(path).map_err(|e| Fail::Runtime(format!("cannot read {}: {e}", path.display())))?;
     let is_safetensors = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("safetensors"));
     if is_safetensors {
         return read_safetensors(path, bytes, dtype);
     }
     let dtype = dtype.ok_or_else(|| {
-        format!(
+        Fail::Usage(format!(
             "{} is raw tensor data (not a .safetensors file): --dtype is required",
             path.display()
-        )
+        ))
     })?;
     let size = dtype.size_bytes();
     if bytes.len() % size != 0 {
-        return Err(format!(
+        return Err(Fail::Runtime(format!(
             "{}: {} bytes is not a whole number of {} elements ({size} bytes each)",
             path.display(),
             bytes.len(),
             dtype_name(dtype)
-        ));
+        )));
     }
     let tensors = vec![Tensor {
         name: "<raw>".into(),
@@ -113,9 +115,9 @@ pub fn read(path: &Path, dtype: Option<DType>) -> Result<Input, String> {
 }
 
 /// The tensors of a safetensors file (see [`read`]).
-fn read_safetensors(path: &Path, bytes: Vec<u8>, filter: Option<DType>) -> Result<Input, String> {
+fn read_safetensors(path: &Path, bytes: Vec<u8>, filter: Option<DType>) -> Result<Input, Fail> {
     let st = SafeTensors::deserialize(&bytes)
-        .map_err(|e| format!("{} is not a valid safetensors file: {e}", path.display()))?;
+        .map_err(|e| Fail::Runtime(format!("{} is not a valid safetensors file: {e}", path.display())))?;
     let base = bytes.as_ptr() as usize;
     let mut tensors = Vec::new();
     let mut skipped = Vec::new();

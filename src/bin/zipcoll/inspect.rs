@@ -11,11 +11,12 @@
 //! Big tensors are encoded in batches of whole frames (about [`BATCH_BYTES`]); above
 //! [`PROGRESS_BYTES`] a progress line per batch goes to stderr.
 
+use crate::common::{say, Fail};
 use crate::input::{self, dtype_name, Tensor};
 use clap::Args;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use zipcoll::codec::{decode, encode};
+use zipcoll::codec::{decode, encode, MAX_FRAME_DATA_BYTES};
 use zipcoll::{Backend, CodecId, DType};
 use zipcoll_device::arbitrate::sample::{split_word, words_of};
 use zipcoll_device::arbitrate::{
@@ -47,8 +48,9 @@ pub struct InspectArgs {
     /// Encode and decode on CUDA device 0 instead of the CPU simulator.
     #[arg(long)]
     pub gpu: bool,
-    /// Elements per frame.
-    #[arg(long, default_value_t = 65536, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Elements per frame: 1 up to 1 GiB of data per frame (1073741824 fp8, 536870912 bf16 or
+    /// f16, 268435456 f32 elements), checked against every tensor's dtype before any work.
+    #[arg(long, default_value_t = 65536, value_parser = clap::value_parser!(u64).range(1..=MAX_FRAME_DATA_BYTES as u64))]
     pub frame_elems: u64,
 }
 
@@ -83,24 +85,36 @@ pub enum Outcome {
 }
 
 /// Runs `zipcoll inspect`.
-pub fn run(args: &InspectArgs) -> Result<Outcome, String> {
-    let backend = if args.gpu {
-        let b = Backend::Cuda { ordinal: 0 };
-        b.prepare().map_err(|e| format!("--gpu needs a usable CUDA GPU: {e}"))?;
-        b
-    } else {
-        Backend::Sim
-    };
-    let frame_elems = usize::try_from(args.frame_elems).map_err(|_| "--frame-elems is too large".to_owned())?;
+pub fn run(args: &InspectArgs) -> Result<Outcome, Fail> {
+    // in 1..=MAX_FRAME_DATA_BYTES (clap's range), which fits a usize
+    let frame_elems = args.frame_elems as usize;
     let input = input::read(&args.file, args.dtype)?;
     for s in &input.skipped {
         eprintln!("note: skipping {s}");
     }
     if input.tensors.is_empty() {
-        return Err(format!("{}: no tensor to inspect", args.file.display()));
+        return Err(Fail::Runtime(format!("{}: no tensor to inspect", args.file.display())));
     }
+    for t in &input.tensors {
+        let most = MAX_FRAME_DATA_BYTES / t.dtype.size_bytes();
+        if frame_elems > most {
+            return Err(Fail::Usage(format!(
+                "--frame-elems {frame_elems}: frames of {} ({}) hold at most {most} elements (1 GiB)",
+                dtype_name(t.dtype),
+                t.name
+            )));
+        }
+    }
+    let backend = if args.gpu {
+        let b = Backend::Cuda { ordinal: 0 };
+        b.prepare()
+            .map_err(|e| Fail::Runtime(format!("--gpu needs a usable CUDA GPU: {e}")))?;
+        b
+    } else {
+        Backend::Sim
+    };
     let total: usize = input.tensors.iter().map(|t| t.range.len()).sum();
-    println!(
+    say!(
         "{}: {}, {} tensor(s), {}; frames of {frame_elems} elements, on {backend}",
         args.file.display(),
         input.format,
@@ -131,9 +145,9 @@ impl Totals {
         e.1 += raw;
     }
     fn print(&self) {
-        println!("all tensors:");
+        say!("all tensors:");
         for (codec, (encoded, raw)) in &self.0 {
-            println!("  {:<9} ratio {:.4}", codec.name(), ratio(*encoded, *raw));
+            say!("  {:<9} ratio {:.4}", codec.name(), ratio(*encoded, *raw));
         }
     }
 }
@@ -220,7 +234,7 @@ fn round_trip(
     codec: CodecId,
     data: &[u8],
     frame_elems: usize,
-) -> Result<(u64, Option<usize>), String> {
+) -> Result<(u64, Option<usize>), Fail> {
     let frame_bytes = frame_elems.saturating_mul(dtype.size_bytes());
     let batch = (BATCH_BYTES / frame_bytes).max(1).saturating_mul(frame_bytes);
     let mut encoded = 0u64;
@@ -228,9 +242,10 @@ fn round_trip(
     let mut done = 0usize;
     for chunk in data.chunks(batch) {
         let enc = encode(backend, dtype, Some(codec), chunk, frame_elems)
-            .map_err(|e| format!("encoding with {}: {e}", codec.name()))?;
+            .map_err(|e| Fail::Runtime(format!("encoding with {}: {e}", codec.name())))?;
         encoded += enc.encoded_bytes();
-        let back = decode(backend, &enc).map_err(|e| format!("decoding {} frames: {e}", codec.name()))?;
+        let back =
+            decode(backend, &enc).map_err(|e| Fail::Runtime(format!("decoding {} frames: {e}", codec.name())))?;
         if differs.is_none() && back != chunk {
             let at = back
                 .iter()
@@ -276,9 +291,9 @@ fn inspect_tensor(
     frame_elems: usize,
     choice: Option<CodecChoice>,
     totals: &mut Totals,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, Fail> {
     let n = data.len() / t.dtype.size_bytes();
-    println!(
+    say!(
         "tensor {}: {}, {n} elements, {}, {} frame(s)",
         t.name,
         dtype_name(t.dtype),
@@ -286,12 +301,12 @@ fn inspect_tensor(
         n.div_ceil(frame_elems)
     );
     if n == 0 {
-        println!("  empty: nothing to encode");
+        say!("  empty: nothing to encode");
         return Ok(Outcome::AllEqual);
     }
     let a = analyze_dtype(t.dtype, data, frame_elems);
     let raw = data.len() as u64;
-    println!(
+    say!(
         "  {:<9} ratio {:.4}  (order-0 bound: {} raw + {:.3} exponent bits per {}-bit word)",
         "entropy",
         (a.raw_bits as f64 + a.entropy_bits) / a.word_bits as f64,
@@ -330,7 +345,7 @@ fn inspect_tensor(
                 format!("DIFFERS from byte {at}")
             }
         };
-        println!(
+        say!(
             "  {:<9} ratio {:.4}  predicted {:.4}  round trip {verdict}",
             codec.name(),
             ratio(encoded, raw),
@@ -359,7 +374,7 @@ fn inspect_tensor(
             }
             None => format!("{:<9} {}", "raw", reason_text(plan.reason)),
         };
-        println!(
+        say!(
             "  {:<9} pick {line}  [{:.1} GB/s]",
             transport.name,
             transport.bandwidth_bytes_per_s / 1e9
