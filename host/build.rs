@@ -35,6 +35,7 @@ fn main() {
         return;
     }
     let repo = repo_root();
+    // (a path that does not exist would rerun this script at every build)
     for dir in [
         "device/src",
         "targets/src",
@@ -42,8 +43,12 @@ fn main() {
         "primitives/kernels",
         "codegen/src",
         ".toolchain/stamp",
-    ] {
-        println!("cargo::rerun-if-changed={}", repo.join(dir).display());
+    ]
+    .map(|d| repo.join(d))
+    .into_iter()
+    .filter(|p| p.exists())
+    {
+        println!("cargo::rerun-if-changed={}", dir.display());
     }
     let tc = match Toolchain::find() {
         Ok(tc) => tc,
