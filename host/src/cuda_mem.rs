@@ -8,6 +8,7 @@
 //! | [`PinnedHost`]  | `cuMemHostAlloc` (mapped), `cuMemHostGetDevicePointer`, `cuMemFreeHost` | memory kernels and host threads share (NET FIFOs, abort words, status records, plan images) |
 //! | [`DeviceAlloc::copy_from_pinned_async`] | `cuMemcpyHtoDAsync` | a call's plan, from its pinned image to its device scratch, on the stream |
 //! | [`copy_to_host_async`] | `cuMemcpyDtoHAsync` | Auto's sample of a call's input, on the stream |
+//! | [`device_of`]   | `cuPointerGetAttribute`                             | which GPU a call's buffer is on             |
 //!
 //! Each owned type frees its memory on drop, in the context it was made in (bound first).
 
@@ -266,6 +267,28 @@ impl Drop for PinnedHost {
             let _ = unsafe { sys::cuMemFreeHost(self.host.cast()) };
         }
     }
+}
+
+/// The device (`CUdevice`, the ordinal in this process) whose memory device address `ptr`
+/// is; an address the driver does not know is an [`Error::InvalidArgument`].
+pub fn device_of(ctx: &Arc<CudaContext>, ptr: u64) -> Result<i32> {
+    bind(ctx)?;
+    let mut ordinal: core::ffi::c_int = -1;
+    // SAFETY: `ordinal` is a valid out-pointer of the size the attribute writes (an int); the
+    // driver validates the address.
+    let r = unsafe {
+        sys::cuPointerGetAttribute(
+            (&mut ordinal as *mut core::ffi::c_int).cast(),
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+            ptr,
+        )
+    };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(Error::InvalidArgument(format!(
+            "address {ptr:#x} is not CUDA device memory ({r:?})"
+        )));
+    }
+    Ok(ordinal)
 }
 
 /// Whether `ctx`'s device can access device `peer_ordinal`'s memory directly (NVLink or PCIe

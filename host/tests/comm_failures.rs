@@ -6,6 +6,8 @@
 //! | `a_failure_is_reported_by_the_next_call_or_query` | the same failure, found by the next call (rank 0) or by `query()` (rank 1) instead |
 //! | `abort_from_another_thread_sim` / `_net`          | `abort()` while the call waits for a peer that never joins: it returns at once, `synchronize()` and later calls fail |
 //! | `invalid_arguments_have_no_effect`                | bad roots, peers, buffer sizes, in-place all_to_all, count overflow: `InvalidArgument`, buffers untouched, the communicator still works |
+//! | `sends_to_self_are_refused_and_the_communicator_works` | a send or receive to self (alone or in a group): `InvalidArgument` at the call, nothing enqueued, a later exchange works |
+//! | `a_launch_of_too_many_warps_is_refused_and_the_communicator_works` | a group of 10 ranks x 256 channels whose warps cannot all be resident: `InvalidArgument` at the call, a later send/recv works |
 //! | `mismatched_configs_fail_init_on_every_rank`      | ranks with different channel counts (or buffer sizes): `InvalidArgument` on every rank |
 //!
 //! A corrupted frame (reported, never reduced) is covered at the primitives level
@@ -313,6 +315,87 @@ fn invalid_arguments_have_no_effect() {
         assert_eq!(out[..N * 4], want[..N * 4], "rank {r}");
         assert_eq!(out[N * 4..], f32_bytes(k * N, r)[N * 4..], "rank {r}");
     }
+}
+
+/// A send or receive to self is refused at the call (a group of them too, before any of the
+/// group is enqueued); the communicator then still exchanges data.
+#[test]
+fn sends_to_self_are_refused_and_the_communicator_works() {
+    let k = 2;
+    let outputs = run_sim(k, Config::sim(), |comm| {
+        let (d, o, me) = (DType::F32, Options::default(), comm.rank());
+        let other = 1 - me;
+        let buf = comm.alloc(N * 4)?;
+        let mut out = comm.alloc(N * 4)?;
+        assert_invalid(comm.send(&buf, N, d, me, o), "send to self");
+        assert_invalid(comm.recv(&mut out, N, d, me, o), "recv from self");
+        let mut g = comm.group();
+        g.send(&buf, N, d, other)?;
+        assert_invalid(g.recv(&mut out, N, d, me), "group recv from self");
+        drop(g);
+        let mut input = comm.alloc(N * 4)?;
+        input.copy_from_host(&f32_bytes(N, me))?;
+        let mut g = comm.group();
+        g.send(&input, N, d, other)?;
+        g.recv(&mut out, N, d, other)?;
+        g.launch(o)?;
+        comm.synchronize()?;
+        out.to_host()
+    })
+    .expect("the exchange after the refused calls");
+    for (r, out) in outputs.iter().enumerate() {
+        assert_eq!(*out, f32_bytes(N, 1 - r), "rank {r}");
+    }
+}
+
+/// 10 ranks with 256 channels: a group that sends to and receives from every peer needs
+/// 2 x 9 x 256 = 4608 warps, more than a launch may have resident at once; it is refused at the
+/// call with `InvalidArgument` (nothing enqueued, no rank waits for it), and a send/recv after
+/// it works.
+#[test]
+fn a_launch_of_too_many_warps_is_refused_and_the_communicator_works() {
+    let k = 10;
+    let config = Config {
+        channels: 256,
+        buffer_bytes: 8 * 1024,
+        timeout: Duration::from_secs(20),
+        ..Config::sim()
+    };
+    let outputs = run_sim(k, config, |comm| {
+        let (d, o, me) = (DType::F32, Options::default(), comm.rank());
+        let bufs = (0..k)
+            .map(|_| comm.alloc(64 * 4))
+            .collect::<zipcoll_host::Result<Vec<_>>>()?;
+        let mut outs = (0..k)
+            .map(|_| comm.alloc(64 * 4))
+            .collect::<zipcoll_host::Result<Vec<_>>>()?;
+        let mut g = comm.group();
+        for (q, (b, out)) in bufs.iter().zip(outs.iter_mut()).enumerate().filter(|(q, _)| *q != me) {
+            g.send(b, 64, d, q)?;
+            g.recv(out, 64, d, q)?;
+        }
+        let refused = g.launch(o);
+        let msg = match &refused {
+            Err(Error::InvalidArgument(m)) => m.clone(),
+            other => panic!("rank {me}: {other:?}"),
+        };
+        assert!(msg.contains("4608 warps"), "{msg}");
+        assert!(comm.query()?, "rank {me}: nothing was enqueued");
+        // rank 0 sends to rank 1 only
+        let mut input = comm.alloc(64 * 4)?;
+        input.copy_from_host(&f32_bytes(64, me))?;
+        let mut out = comm.alloc(64 * 4)?;
+        match me {
+            0 => comm.send(&input, 64, d, 1, o)?,
+            1 => comm.recv(&mut out, 64, d, 0, o)?,
+            _ => {}
+        }
+        comm.synchronize()?;
+        Ok((msg, out.to_host()?))
+    })
+    .expect("the send/recv after the refused group");
+    assert_eq!(outputs[1].1, f32_bytes(64, 0));
+    eprintln!("refused: {}", outputs[0].0);
 }
 
 fn oop<'a>(src: &'a DeviceBuffer, dst: &'a mut DeviceBuffer) -> Data<'a> {

@@ -413,7 +413,8 @@ impl Links {
         }
     }
 
-    /// A buffer this rank's kernels can use.
+    /// A buffer this rank's kernels can use: host memory on the simulator, memory of this
+    /// communicator's device on a GPU (a buffer of another GPU is refused).
     pub fn check_buffer(&self, b: &DeviceBuffer) -> Result<()> {
         let ok = match &self.engine {
             Engine::Sim { .. } => b.is_host(),
@@ -425,7 +426,27 @@ impl Links {
                 self.backend
             )));
         }
+        if let Engine::Cuda { gpu, .. } = &self.engine {
+            let on = crate::cuda_mem::device_of(gpu.context(), b.ptr() as u64)?;
+            let mine = gpu.context().ordinal();
+            if usize::try_from(on).ok() != Some(mine) {
+                return Err(Error::InvalidArgument(format!(
+                    "a buffer of CUDA device {on} passed to a communicator of device {mine} (allocate with Communicator::alloc)"
+                )));
+            }
+        }
         Ok(())
+    }
+
+    /// Most warps one launch of the `collective` kernel for (`dtype`, `op`) may have: as many
+    /// as are resident at once (they wait on each other's FIFOs). The simulator runs every
+    /// block on its own thread: [`MAX_WARPS`]; a GPU: what the occupancy API says its
+    /// multiprocessors hold, at most [`MAX_WARPS`].
+    pub fn max_warps(&self, dtype: DType, op: ReduceOp) -> Result<usize> {
+        match &self.engine {
+            Engine::Sim { .. } => Ok(MAX_WARPS),
+            Engine::Cuda { gpu, .. } => Ok(exec_cuda::resident_blocks(gpu, dtype, op)?.min(MAX_WARPS)),
+        }
     }
 
     /// The `n` elements of `dtype` at `src` (a checked call's input) as host memory for Auto's

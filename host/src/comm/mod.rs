@@ -24,7 +24,7 @@
 //!
 //! | what happened                                         | returned by                         | then |
 //! |-------------------------------------------------------|-------------------------------------|------|
-//! | invalid arguments (root, peer, buffer size or backend, count overflow, in-place all_to_all) | the call: [`Error::InvalidArgument`] | nothing enqueued, still usable |
+//! | invalid arguments (root, peer or a send/recv to self, buffer size, backend or device, count overflow, in-place all_to_all, more warps than the device holds at once) | the call: [`Error::InvalidArgument`] | nothing enqueued, still usable |
 //! | a launch that could not be enqueued (a driver error, kernels not built) | the call: that error | failed |
 //! | a failure while running (a peer that left or timed out, a rejected frame, [`Communicator::abort`], a kernel fault, a simulator panic) | the first of [`Communicator::synchronize`], [`Communicator::query`] or a later call to find it finished: [`Error::Collective`] (over NET the transport's own error if it has one), once | failed |
 //! | anything, once the communicator has failed            | every call, `synchronize`, `query`: [`Error::Aborted`] | |
@@ -441,6 +441,24 @@ impl Communicator {
         }
     }
 
+    /// A launch of `warps` warps must have them all resident at once (they wait on each
+    /// other's FIFOs): more than the device holds is an [`Error::InvalidArgument`] that leaves
+    /// the communicator usable. An error finding the limit (a driver error, kernels not built)
+    /// fails the communicator, as a launch that cannot be enqueued does.
+    fn check_resident(&self, warps: usize, dtype: DType, op: ReduceOp) -> Result<()> {
+        let limit = self
+            .links
+            .max_warps(dtype, op)
+            .inspect_err(|e| self.fail(e.to_string()))?;
+        if warps > limit {
+            return Err(Error::InvalidArgument(format!(
+                "a launch of {warps} warps (one per channel and peer direction), but at most {limit} fit on the \
+                 device at once: use fewer peers per group or fewer channels"
+            )));
+        }
+        Ok(())
+    }
+
     fn check_usable(&self) -> Result<()> {
         match &*self.failed.lock().unwrap_or_else(PoisonError::into_inner) {
             Some(_) => Err(Error::Aborted),
@@ -532,6 +550,7 @@ impl Communicator {
         self.report(found)?;
         let codec = codec()?;
         let mut plan = plan(self.links.fabric());
+        self.check_resident(plan.warps(), dtype, op)?;
         plan.set_codec(codec);
         let launched = self
             .links
@@ -581,6 +600,12 @@ impl<'a> Group<'a> {
                 self.comm.nranks
             )));
         }
+        if peer == self.comm.rank {
+            return Err(Error::InvalidArgument(format!(
+                "a {} to self (rank {peer}): copy the buffer instead",
+                if send { "send" } else { "receive" }
+            )));
+        }
         let need = count
             .checked_mul(dtype.size_bytes())
             .ok_or_else(|| Error::InvalidArgument(format!("count {count} overflows")))?;
@@ -615,8 +640,18 @@ impl<'a> Group<'a> {
         let mut dtypes: Vec<DType> = self.ops.iter().map(|(d, _)| *d).collect();
         dtypes.sort_by_key(|d| *d as u8);
         dtypes.dedup();
+        let of =
+            |dtype: DType| -> Vec<P2pOp> { self.ops.iter().filter(|(d, _)| *d == dtype).map(|(_, o)| *o).collect() };
+        // every launch of the group fits, or none is enqueued (a peer would wait for the rest)
+        for &dtype in &dtypes {
+            comm.check_resident(
+                Plan::group_warps(&of(dtype), comm.config.channels),
+                dtype,
+                ReduceOp::Sum,
+            )?;
+        }
         for dtype in dtypes {
-            let ops: Vec<P2pOp> = self.ops.iter().filter(|(d, _)| *d == dtype).map(|(_, o)| *o).collect();
+            let ops = of(dtype);
             let first_send = ops.iter().find(|o| o.send).copied();
             comm.enqueue(
                 "send/recv group",
