@@ -3,7 +3,7 @@
 //!
 //! | type            | driver calls                                        | what for                                    |
 //! |-----------------|-----------------------------------------------------|---------------------------------------------|
-//! | [`DeviceAlloc`] | `cuMemAlloc`, `cuMemsetD8`, `cuIpcGetMemHandle`, `cuMemFree` | FIFOs other processes map (P2P)   |
+//! | [`DeviceAlloc`] | `cuMemAlloc`, `cuMemsetD8` (waited for), `cuIpcGetMemHandle`, `cuMemFree` | FIFOs other processes map (P2P)   |
 //! | [`IpcMapping`]  | `cuIpcOpenMemHandle`, `cuIpcCloseMemHandle`         | a peer's FIFOs in this process              |
 //! | [`PinnedHost`]  | `cuMemHostAlloc` (mapped), `cuMemHostGetDevicePointer`, `cuMemFreeHost` | memory kernels and host threads share (NET FIFOs, abort words, status records, plan images) |
 //! | [`DeviceAlloc::copy_from_pinned_async`] | `cuMemcpyHtoDAsync` | a call's plan, from its pinned image to its device scratch, on the stream |
@@ -47,7 +47,8 @@ unsafe impl Send for DeviceAlloc {}
 unsafe impl Sync for DeviceAlloc {}
 
 impl DeviceAlloc {
-    /// `len` (at least 1) zeroed bytes on `ctx`'s device.
+    /// `len` (at least 1) zeroed bytes on `ctx`'s device, the zeroing complete when this
+    /// returns (it waits for the legacy default stream).
     pub fn zeroed(ctx: &Arc<CudaContext>, len: usize) -> Result<DeviceAlloc> {
         bind(ctx)?;
         let mut ptr = 0;
@@ -59,8 +60,16 @@ impl DeviceAlloc {
             ptr,
             len,
         };
-        // SAFETY: `len` bytes from `ptr` were just allocated; synchronous memset.
+        // SAFETY: `len` bytes from `ptr` were just allocated and nothing else uses them yet.
         check("cuMemsetD8", unsafe { sys::cuMemsetD8_v2(ptr, 0, len) })?;
+        // `cuMemsetD8` on device memory is asynchronous with respect to the host (the driver's
+        // "API synchronization behavior"): it runs on the legacy default stream. Wait for that
+        // stream, so that the zeros are in memory before anyone sees the allocation (a peer
+        // that maps it by IPC reads an empty FIFO, not the memory's previous bytes).
+        // SAFETY: the null stream is the context's legacy default stream; the context is current.
+        check("cuStreamSynchronize", unsafe {
+            sys::cuStreamSynchronize(std::ptr::null_mut())
+        })?;
         Ok(a)
     }
 
