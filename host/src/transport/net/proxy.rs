@@ -512,11 +512,25 @@ impl Reader {
             return Err(wire.protocol(what));
         }
         // The kernel must have freed the slot (`head + NSLOTS > step`). The peer only sends
-        // with credit, so this holds at once; the acquire orders the kernel's last reads of
-        // the slot before the writes below. No time limit: only the local kernel is waited for.
+        // with credit, which this rank's writer reports from `head`, so this holds at once; the
+        // acquire orders the kernel's last reads of the slot before the writes below. A frame
+        // whose slot is still in use a timeout later was sent without credit (a peer that does
+        // not follow the protocol): a failure, not an endless wait.
         let mut backoff = Backoff::new();
-        while conn.fifo.head().load(Ordering::Acquire).saturating_add(NSLOTS) <= h.step {
+        let start = Instant::now();
+        loop {
+            let head = conn.fifo.head().load(Ordering::Acquire);
+            if head.saturating_add(NSLOTS) > h.step {
+                break;
+            }
             wire.check()?;
+            if start.elapsed() > wire.shared.timeout {
+                let what = format!(
+                    "step {} of connection {} sent without credit (the receiver has freed up to step {head})",
+                    h.step, h.conn
+                );
+                return Err(wire.protocol(what));
+            }
             backoff.snooze();
         }
         // SAFETY: the slot of `h.step` is free (acquired above), the kernel reads it only after
