@@ -9,6 +9,7 @@
 //! | [`DeviceAlloc::copy_from_pinned_async`] | `cuMemcpyHtoDAsync` | a call's plan, from its pinned image to its device scratch, on the stream |
 //! | [`copy_to_host_async`] | `cuMemcpyDtoHAsync` | Auto's sample of a call's input, on the stream |
 //! | [`device_of`]   | `cuPointerGetAttribute`                             | which GPU a call's buffer is on             |
+//! | [`visible_uuids`] | `cuDeviceGetCount`, `cuDeviceGet`, `cuDeviceGetUuid` | the topology: GPUs by UUID, not ordinal  |
 //!
 //! Each owned type frees its memory on drop, in the context it was made in (bound first).
 
@@ -298,6 +299,23 @@ pub fn device_of(ctx: &Arc<CudaContext>, ptr: u64) -> Result<i32> {
         )));
     }
     Ok(ordinal)
+}
+
+/// The UUIDs of the devices this process sees (`CUDA_VISIBLE_DEVICES` applied), by ordinal:
+/// what identifies a GPU across processes, whose ordinals differ (each rank of a torchrun or
+/// SLURM job that sees one GPU calls it device 0).
+pub fn visible_uuids() -> Result<Vec<[u8; 16]>> {
+    let count = cudarc::driver::CudaContext::device_count().map_err(crate::cuda::cuda_error("cuDeviceGetCount"))?;
+    (0..count)
+        .map(|ordinal| {
+            let mut dev = 0;
+            // SAFETY: `dev` is a valid out-pointer; the ordinal is below the device count.
+            check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut dev, ordinal) })?;
+            let uuid =
+                cudarc::driver::result::device::get_uuid(dev).map_err(crate::cuda::cuda_error("cuDeviceGetUuid"))?;
+            Ok(uuid.bytes.map(|b| b as u8))
+        })
+        .collect()
 }
 
 /// Whether `ctx`'s device can access device `peer_ordinal`'s memory directly (NVLink or PCIe

@@ -460,3 +460,21 @@ fn mismatched_configs_fail_init_on_every_rank() {
         assert!(matches!(r, Err(Error::InvalidArgument(_))), "{bad:?}: {r:?}");
     }
 }
+
+/// NET's listener address: by default the interface that reaches the bootstrap root (here
+/// loopback, as the root is), and the communicator says which it picked and why.
+#[test]
+fn net_says_which_address_it_listens_on() {
+    let infos = run_sim(2, short(TransportKind::Net, Duration::from_secs(5)), |comm| {
+        Ok(comm.transport_info().to_string())
+    })
+    .unwrap();
+    for info in infos {
+        assert!(info.starts_with("Net; NET listens on 127.0.0.1:"), "{info}");
+        assert!(
+            info.contains("the interface that reaches the bootstrap root 127.0.0.1:"),
+            "{info}"
+        );
+        eprintln!("{info}");
+    }
+}

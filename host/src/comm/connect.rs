@@ -56,6 +56,8 @@ pub(crate) struct Links {
     calls: Mutex<InFlight<Slot>>,
     /// How long dropping waits for calls in flight before it raises the abort word.
     timeout: Duration,
+    /// How the transport was chosen and set up ([`Links::describe`]).
+    description: String,
     _bootstrap: Bootstrap,
 }
 
@@ -108,14 +110,127 @@ fn fingerprint(backend: Backend, config: &Config) -> Vec<u8> {
     .into_bytes()
 }
 
-/// This process and device, for the topology: `host pid ordinal`.
-fn locality(backend: Backend) -> Vec<u8> {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let ordinal = match backend {
-        Backend::Cuda { ordinal } | Backend::Hip { ordinal } => ordinal as i64,
-        _ => -1,
-    };
-    format!("{} {} {ordinal}", host.trim(), std::process::id()).into_bytes()
+/// Where a rank runs, for the topology: its host, its process and its GPU by UUID (the
+/// ordinal means nothing to another process: with one visible GPU per process every rank
+/// calls its GPU device 0). As bytes for the allgather: `host pid uuid` (`-` without a GPU).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Place {
+    host: String,
+    pid: u32,
+    gpu: Option<[u8; 16]>,
+}
+
+impl Place {
+    fn here(gpu: Option<&CudaGpu>) -> Result<Place> {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let gpu = match gpu {
+            Some(g) => Some(
+                g.context()
+                    .uuid()
+                    .map_err(crate::cuda::cuda_error("cuDeviceGetUuid"))?
+                    .bytes
+                    .map(|b| b as u8),
+            ),
+            None => None,
+        };
+        Ok(Place {
+            host: host.trim().to_string(),
+            pid: std::process::id(),
+            gpu,
+        })
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        let gpu = self
+            .gpu
+            .map_or("-".to_string(), |u| u.iter().map(|b| format!("{b:02x}")).collect());
+        format!("{} {} {gpu}", self.host, self.pid).into_bytes()
+    }
+
+    fn parse(rank: usize, bytes: &[u8]) -> Result<Place> {
+        let bad = || Error::Remote {
+            rank,
+            reason: format!("sent an unreadable place {:?}", String::from_utf8_lossy(bytes)),
+        };
+        let text = std::str::from_utf8(bytes).map_err(|_| bad())?;
+        let fields: Vec<&str> = text.split(' ').collect();
+        let [host, pid, gpu] = fields[..] else {
+            return Err(bad());
+        };
+        let gpu = match gpu {
+            "-" => None,
+            hex if hex.len() == 32 => {
+                let mut u = [0u8; 16];
+                for (i, b) in u.iter_mut().enumerate() {
+                    *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2).ok_or_else(bad)?, 16).map_err(|_| bad())?;
+                }
+                Some(u)
+            }
+            _ => return Err(bad()),
+        };
+        Ok(Place {
+            host: host.to_string(),
+            pid: pid.parse().map_err(|_| bad())?,
+            gpu,
+        })
+    }
+}
+
+/// How this rank can reach a peer's GPU, as far as it can tell before trying.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PeerGpu {
+    /// Another host (or no GPU): only NET.
+    Unreachable,
+    /// The GPU this rank runs on (another process on it maps its memory by IPC).
+    Same,
+    /// Another GPU this process sees: whether the driver says it can access it directly.
+    Visible { can_access: bool },
+    /// A GPU of this host that this process does not see (`CUDA_VISIBLE_DEVICES`): IPC works
+    /// with such GPUs when they are peers, which only trying tells.
+    Hidden,
+}
+
+/// This rank's view of every peer's GPU (its own entry is `Same`): by UUID, never by ordinal.
+/// `can_access(ordinal)` asks the driver about a GPU this process sees.
+fn peer_gpus(
+    rank: usize,
+    places: &[Place],
+    visible: &[[u8; 16]],
+    can_access: impl Fn(usize) -> Result<bool>,
+) -> Result<Vec<PeerGpu>> {
+    let me = &places[rank];
+    places
+        .iter()
+        .map(|p| {
+            Ok(match (me.gpu, p.gpu) {
+                _ if p.host != me.host => PeerGpu::Unreachable,
+                (Some(mine), Some(theirs)) if mine == theirs => PeerGpu::Same,
+                (Some(_), Some(theirs)) => match visible.iter().position(|u| *u == theirs) {
+                    Some(ordinal) => PeerGpu::Visible {
+                        can_access: can_access(ordinal)?,
+                    },
+                    None => PeerGpu::Hidden,
+                },
+                _ => PeerGpu::Unreachable,
+            })
+        })
+        .collect()
+}
+
+/// Whether P2P is worth trying from this rank's view: no peer is known to be out of reach.
+fn p2p_worth_trying(views: &[PeerGpu]) -> bool {
+    views.iter().all(|v| {
+        matches!(
+            v,
+            PeerGpu::Same | PeerGpu::Hidden | PeerGpu::Visible { can_access: true }
+        )
+    })
+}
+
+/// The common decision from every rank's vote (`[1]`: yes): yes only if all say yes, so every
+/// rank decides the same.
+fn unanimous(votes: &[Vec<u8>]) -> bool {
+    votes.iter().all(|v| v.as_slice() == [1])
 }
 
 /// Connects rank `b.rank()` (see the module table).
@@ -128,15 +243,6 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
             String::from_utf8_lossy(&prints[0])
         )));
     }
-    let places = b.allgather(&locality(backend))?;
-    let pid_of = |p: &[u8]| {
-        String::from_utf8_lossy(p)
-            .split(' ')
-            .take(2)
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let same_process = places.iter().all(|p| pid_of(p) == pid_of(&places[0]));
     let (rank, nranks, parts) = (b.rank(), b.nranks(), config.channels);
     let slot = config.slot_bytes();
     let layout = FifoLayout {
@@ -153,13 +259,35 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
             })
         }
     };
-    let kind = match (config.transport, &gpu) {
+    let places = b
+        .allgather(&Place::here(gpu.as_deref())?.to_bytes())?
+        .iter()
+        .enumerate()
+        .map(|(q, p)| Place::parse(q, p))
+        .collect::<Result<Vec<_>>>()?;
+    let same_process = places
+        .iter()
+        .all(|p| (&p.host, p.pid) == (&places[0].host, places[0].pid));
+    // Auto on GPUs tries P2P when no rank knows of a peer it cannot reach (every rank votes, so
+    // all decide alike), and falls back to NET if any rank then fails to map a peer's FIFOs
+    // what the transport choice was based on, for `Links::describe`
+    let mut notes: Vec<String> = Vec::new();
+    let mut kind = match (config.transport, &gpu) {
         (TransportKind::Auto, None) if same_process => TransportKind::Sim,
         (TransportKind::Auto, None) => TransportKind::Net,
         (TransportKind::Auto, Some(gpu)) => {
-            if peers_reachable(gpu, rank, &places)? {
+            let visible = crate::cuda_mem::visible_uuids()?;
+            let views = peer_gpus(rank, &places, &visible, |o| {
+                crate::cuda_mem::can_access_peer(gpu.context(), o)
+            })?;
+            let votes = b.allgather(&[p2p_worth_trying(&views) as u8])?;
+            if unanimous(&votes) {
                 TransportKind::P2p
             } else {
+                let q = votes.iter().position(|v| v.as_slice() != [1]).unwrap_or(rank);
+                notes.push(format!(
+                    "Auto chose NET: rank {q} has a peer on another host or a GPU without peer access"
+                ));
                 TransportKind::Net
             }
         }
@@ -211,6 +339,17 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
     let magic = id.magic();
     let index = |q: usize, p: usize| q * parts + p;
     let mut net = None;
+    if let (TransportKind::P2p, Some(gpu)) = (kind, &gpu) {
+        let mapped = connect_p2p(&b, gpu, layout, parts, &mut fabric)?;
+        match mapped {
+            Ok(keep) => mem.extend(keep),
+            Err(why) if config.transport == TransportKind::Auto => {
+                notes.push(format!("Auto fell back from P2P to NET: {why}"));
+                kind = TransportKind::Net;
+            }
+            Err(why) => return Err(why),
+        }
+    }
     match (kind, &gpu) {
         (TransportKind::Sim, None) => {
             if !same_process {
@@ -236,30 +375,7 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
             }
             mem.extend(peers.into_iter().map(|p| Box::new(p) as Keep));
         }
-        (TransportKind::P2p, Some(gpu)) => {
-            let own = DeviceAlloc::zeroed(gpu.context(), layout.bytes())?;
-            let handles = b.allgather(&own.ipc_handle()?)?;
-            fabric.recv = (0..layout.n).map(|i| layout.desc(own.ptr(), i)).collect();
-            for (q, handle) in handles.iter().enumerate() {
-                let base = if q == rank {
-                    own.ptr()
-                } else {
-                    let h: [u8; 64] = handle.as_slice().try_into().map_err(|_| Error::Remote {
-                        rank: q,
-                        reason: format!("sent an IPC handle of {} bytes", handle.len()),
-                    })?;
-                    let m = IpcMapping::open(gpu.context(), &h)?;
-                    let base = m.ptr();
-                    mem.push(Box::new(m) as Keep);
-                    base
-                };
-                for p in 0..parts {
-                    fabric.send.push(layout.desc(base, index(rank, p)));
-                }
-            }
-            mem.push(Box::new(own) as Keep);
-            b.barrier()?;
-        }
+        (TransportKind::P2p, Some(_)) => b.barrier()?,
         (TransportKind::Net, _) => {
             // (host address, kernel address) of the send and the receive region
             let (send, recv) = match &gpu {
@@ -280,7 +396,17 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
                 }
             };
             let abort_host = engine.abort_word() as *const AtomicU32;
-            net = Some(connect_net(&b, config, magic, layout, send.0, recv.0, abort_host)?);
+            net = Some(connect_net(
+                &b,
+                config,
+                id.addr(),
+                &mut notes,
+                magic,
+                layout,
+                send.0,
+                recv.0,
+                abort_host,
+            )?);
             fabric.recv = (0..layout.n).map(|i| layout.desc(recv.1, i)).collect();
             fabric.send = (0..layout.n).map(|i| layout.desc(send.1, i)).collect();
             for p in 0..parts {
@@ -294,6 +420,17 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
             )))
         }
     }
+    // every rank must have chosen the same transport (each pair of ranks uses it)
+    let chosen = b.allgather(format!("{kind:?}").as_bytes())?;
+    if let Some(q) = chosen.iter().position(|c| c != &chosen[rank]) {
+        return Err(Error::Remote {
+            rank: q,
+            reason: format!(
+                "chose transport {} where rank {rank} chose {kind:?}",
+                String::from_utf8_lossy(&chosen[q])
+            ),
+        });
+    }
     Ok(Links {
         kind,
         backend,
@@ -304,32 +441,91 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
         magic,
         calls: Mutex::new(InFlight::new(slots)),
         timeout: config.timeout,
+        description: std::iter::once(format!("{kind:?}"))
+            .chain(notes)
+            .collect::<Vec<_>>()
+            .join("; "),
         _bootstrap: b,
     })
 }
 
-/// Whether every peer is a GPU of this host that this GPU can access directly.
-fn peers_reachable(gpu: &CudaGpu, rank: usize, places: &[Vec<u8>]) -> Result<bool> {
-    let mine = String::from_utf8_lossy(&places[rank]).to_string();
-    let host = mine.split(' ').next().unwrap_or_default().to_string();
-    for p in places.iter().enumerate().filter(|(q, _)| *q != rank).map(|(_, p)| p) {
-        let p = String::from_utf8_lossy(p);
-        let fields: Vec<&str> = p.split(' ').collect();
-        let ordinal: i64 = fields.get(2).and_then(|o| o.parse().ok()).unwrap_or(-1);
-        if fields.first() != Some(&host.as_str()) || ordinal < 0 {
-            return Ok(false);
-        }
-        if !crate::cuda_mem::can_access_peer(gpu.context(), ordinal as usize)? {
-            return Ok(false);
-        }
+/// P2P's FIFOs: this rank's receive region in device memory, exported by IPC, and every
+/// peer's mapped (their FIFO from this rank is this rank's send FIFO). Every rank then says
+/// whether all its mappings worked: `Ok(Ok(memory to keep))` when all ranks' did, with the
+/// fabric's FIFOs set; `Ok(Err(the first failure))` on every rank when one rank's did not
+/// (nothing kept, so that NET can replace it); `Err` when the bootstrap failed.
+fn connect_p2p(
+    b: &Bootstrap,
+    gpu: &CudaGpu,
+    layout: FifoLayout,
+    parts: usize,
+    fabric: &mut Fabric,
+) -> Result<Result<Vec<Keep>>> {
+    let rank = b.rank();
+    let own = DeviceAlloc::zeroed(gpu.context(), layout.bytes())?;
+    let handles = b.allgather(&own.ipc_handle()?)?;
+    let mut keep: Vec<Keep> = Vec::new();
+    let mut send = Vec::new();
+    let mut failed = None;
+    for (q, handle) in handles.iter().enumerate() {
+        let base = if q == rank {
+            own.ptr()
+        } else {
+            let opened = <[u8; 64]>::try_from(handle.as_slice())
+                .map_err(|_| format!("rank {q} sent an IPC handle of {} bytes", handle.len()))
+                .and_then(|h| IpcMapping::open(gpu.context(), &h).map_err(|e| e.to_string()));
+            match opened {
+                Ok(m) => {
+                    let base = m.ptr();
+                    keep.push(Box::new(m) as Keep);
+                    base
+                }
+                Err(why) => {
+                    failed.get_or_insert(format!("rank {rank} cannot map rank {q}'s FIFOs: {why}"));
+                    0
+                }
+            }
+        };
+        send.extend((0..parts).map(|p| layout.desc(base, rank * parts + p)));
     }
-    Ok(true)
+    let outcomes = b.allgather(failed.as_deref().unwrap_or("").as_bytes())?;
+    if let Some((q, why)) = outcomes.iter().enumerate().find(|(_, o)| !o.is_empty()) {
+        return Ok(Err(Error::Remote {
+            rank: q,
+            reason: String::from_utf8_lossy(why).into_owned(),
+        }));
+    }
+    fabric.recv = (0..layout.n).map(|i| layout.desc(own.ptr(), i)).collect();
+    fabric.send = send;
+    keep.push(Box::new(own) as Keep);
+    Ok(Ok(keep))
+}
+
+/// The address of this host's interface that the route to `root` leaves by (NCCL's choice of
+/// the bootstrap's interface): NET's default listener address, which peers on other hosts
+/// reach as the root is reached. A UDP socket connected to `root` sends nothing.
+fn route_to(root: SocketAddr) -> Result<IpAddr> {
+    let io = |what: &str| {
+        let what = format!("{what} (finding the interface to the bootstrap root {root}; set ZIPCOLL_NET_IP)");
+        move |source| Error::Io { what, source }
+    };
+    let any: IpAddr = if root.is_ipv4() {
+        IpAddr::from([0, 0, 0, 0])
+    } else {
+        IpAddr::from([0u16; 8])
+    };
+    let probe = std::net::UdpSocket::bind((any, 0)).map_err(io("binding a UDP probe"))?;
+    probe.connect(root).map_err(io("routing a UDP probe"))?;
+    Ok(probe.local_addr().map_err(io("the UDP probe's address"))?.ip())
 }
 
 /// The NET transport between this rank's local regions and every peer's.
+#[allow(clippy::too_many_arguments)]
 fn connect_net(
     b: &Bootstrap,
     config: &Config,
+    root: SocketAddr,
+    notes: &mut Vec<String>,
     magic: u64,
     layout: FifoLayout,
     send_host: u64,
@@ -337,13 +533,19 @@ fn connect_net(
     abort: *const AtomicU32,
 ) -> Result<NetTransport> {
     let (rank, nranks, parts) = (b.rank(), b.nranks(), config.channels);
-    let ip = match std::env::var("ZIPCOLL_NET_IP") {
-        Ok(v) => v
-            .parse()
-            .map_err(|_| Error::InvalidArgument(format!("ZIPCOLL_NET_IP={v:?} is not an IP address")))?,
-        Err(_) => IpAddr::from([127, 0, 0, 1]),
+    let (ip, why) = match std::env::var("ZIPCOLL_NET_IP") {
+        Ok(v) => (
+            v.parse()
+                .map_err(|_| Error::InvalidArgument(format!("ZIPCOLL_NET_IP={v:?} is not an IP address")))?,
+            "ZIPCOLL_NET_IP".to_string(),
+        ),
+        Err(_) => (
+            route_to(root)?,
+            format!("the interface that reaches the bootstrap root {root}"),
+        ),
     };
     let listener = NetListener::bind(ip)?;
+    notes.push(format!("NET listens on {} ({why})", listener.addr()));
     let addrs = b.allgather(listener.addr().to_string().as_bytes())?;
     let peers = addrs
         .iter()
@@ -395,6 +597,12 @@ impl Engine {
 impl Links {
     pub fn kind(&self) -> TransportKind {
         self.kind
+    }
+
+    /// The transport and how it was chosen and set up: `Net; NET listens on 10.0.0.3:41234
+    /// (the interface that reaches the bootstrap root 10.0.0.1:29500)`, or why Auto fell back.
+    pub fn describe(&self) -> &str {
+        &self.description
     }
 
     pub fn fabric(&self) -> &Fabric {
@@ -506,5 +714,98 @@ impl Drop for Links {
             }
         }
         sim_transport::withdraw(self.magic, self.fabric.rank);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn place(host: &str, pid: u32, gpu: u8) -> Place {
+        Place {
+            host: host.into(),
+            pid,
+            gpu: Some([gpu; 16]),
+        }
+    }
+
+    #[test]
+    fn places_round_trip_and_bad_ones_are_remote_errors() {
+        for p in [
+            place("node-1", 7, 0xAB),
+            Place {
+                host: "h".into(),
+                pid: 1,
+                gpu: None,
+            },
+        ] {
+            assert_eq!(Place::parse(3, &p.to_bytes()).unwrap(), p);
+        }
+        for bad in [
+            "",
+            "h 1",
+            "h x -",
+            "h 1 abc",
+            "h 1 - extra",
+            "h 1 zz000000000000000000000000000000",
+        ] {
+            assert!(
+                matches!(Place::parse(3, bad.as_bytes()), Err(Error::Remote { rank: 3, .. })),
+                "{bad:?}"
+            );
+        }
+    }
+
+    /// Ranks that each see only their own GPU (one per process, CUDA_VISIBLE_DEVICES) all
+    /// report device 0: by UUID they are three different GPUs, hidden from each other, so P2P
+    /// is worth trying; by ordinal (as before) every peer looked like the rank's own device.
+    #[test]
+    fn one_visible_gpu_per_process_is_judged_by_uuid() {
+        let places = [place("n", 1, 1), place("n", 2, 2), place("n", 3, 3)];
+        for rank in 0..3 {
+            let visible = [[rank as u8 + 1; 16]];
+            let views = peer_gpus(rank, &places, &visible, |_| panic!("no other GPU is visible")).unwrap();
+            for (q, v) in views.iter().enumerate() {
+                let want = if q == rank { PeerGpu::Same } else { PeerGpu::Hidden };
+                assert_eq!(*v, want, "rank {rank} about {q}");
+            }
+            assert!(p2p_worth_trying(&views));
+        }
+    }
+
+    /// Three ranks on two GPUs that see both: ranks 0 and 2 share GPU 1. Every rank's view
+    /// allows P2P (the shared GPU is `Same`, not "no peer access"), so all vote the same way;
+    /// another host or a GPU without peer access makes the vote, and so every rank, pick NET.
+    #[test]
+    fn three_ranks_on_two_gpus_agree() {
+        let places = [place("n", 1, 1), place("n", 2, 2), place("n", 3, 1)];
+        let visible = [[1; 16], [2; 16]];
+        let votes: Vec<Vec<u8>> = (0..3)
+            .map(|rank| {
+                let views = peer_gpus(rank, &places, &visible, |_| Ok(true)).unwrap();
+                vec![p2p_worth_trying(&views) as u8]
+            })
+            .collect();
+        assert!(unanimous(&votes), "{votes:?}");
+        let no_access: Vec<Vec<u8>> = (0..3)
+            .map(|rank| {
+                let views = peer_gpus(rank, &places, &visible, |_| Ok(false)).unwrap();
+                vec![p2p_worth_trying(&views) as u8]
+            })
+            .collect();
+        // ranks 0 and 2 share a GPU but cannot reach rank 1's: everyone picks NET
+        assert_eq!(no_access, vec![vec![0], vec![0], vec![0]]);
+        assert!(!unanimous(&no_access));
+        assert!(!unanimous(&[vec![1], vec![0], vec![1]]), "one dissent is NET for all");
+        let far = [place("n", 1, 1), place("m", 2, 2)];
+        let views = peer_gpus(0, &far, &visible, |_| Ok(true)).unwrap();
+        assert_eq!(views[1], PeerGpu::Unreachable);
+        assert!(!p2p_worth_trying(&views));
+    }
+
+    #[test]
+    fn the_route_to_a_loopback_root_is_loopback() {
+        let ip = route_to(SocketAddr::from(([127, 0, 0, 1], 9))).unwrap();
+        assert!(ip.is_loopback(), "{ip}");
     }
 }

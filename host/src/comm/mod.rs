@@ -220,6 +220,13 @@ impl Communicator {
         self.links.kind()
     }
 
+    /// The transport, how it was chosen and how it is set up, for people: which address NET
+    /// listens on and why (`ZIPCOLL_NET_IP`, else the interface that reaches the bootstrap
+    /// root), or why Auto chose NET over P2P on GPUs.
+    pub fn transport_info(&self) -> &str {
+        self.links.describe()
+    }
+
     /// `len` zeroed bytes in this rank's device memory.
     pub fn alloc(&self, len: usize) -> Result<DeviceBuffer> {
         self.links.alloc(len)
