@@ -8,6 +8,7 @@
 //! | [`PinnedHost`]  | `cuMemHostAlloc` (mapped), `cuMemHostGetDevicePointer`, `cuMemFreeHost` | memory kernels and host threads share (NET FIFOs, abort words, status records, plan images) |
 //! | [`DeviceAlloc::copy_from_pinned_async`] | `cuMemcpyHtoDAsync` | a call's plan, from its pinned image to its device scratch, on the stream |
 //! | [`copy_to_host_async`] | `cuMemcpyDtoHAsync` | Auto's sample of a call's input, on the stream |
+//! | [`set_word_async`] | `cuMemsetD32Async`                              | raising the abort word in rank 0's mapped control block (P2P) |
 //! | [`device_of`]   | `cuPointerGetAttribute`                             | which GPU a call's buffer is on             |
 //! | [`visible_uuids`] | `cuDeviceGetCount`, `cuDeviceGet`, `cuDeviceGetUuid` | the topology: GPUs by UUID, not ordinal  |
 //!
@@ -277,6 +278,21 @@ impl Drop for PinnedHost {
             let _ = unsafe { sys::cuMemFreeHost(self.host.cast()) };
         }
     }
+}
+
+/// Enqueues `*ptr = value` for the `u32` at device address `ptr` on `stream`
+/// (`cuMemsetD32Async`), without waiting: a host's way to raise a flag that kernels poll
+/// (e.g. an abort word in a peer's memory mapped by IPC) while they run on another stream.
+///
+/// # Safety
+/// `ptr` is a 4-aligned device address of `stream`'s context (its own memory or a mapping)
+/// that stays valid until the write has run, and whoever else accesses it does so atomically.
+pub unsafe fn set_word_async(stream: &CudaStream, ptr: u64, value: u32) -> Result<()> {
+    bind(stream.context())?;
+    // SAFETY: the caller guarantees the address for one u32 on this stream's context.
+    check("cuMemsetD32Async", unsafe {
+        sys::cuMemsetD32Async(ptr, value, 1, stream.cu_stream())
+    })
 }
 
 /// The device (`CUdevice`, the ordinal in this process) whose memory device address `ptr`

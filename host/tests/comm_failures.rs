@@ -5,6 +5,8 @@
 //! | `a_rank_that_leaves_fails_the_others_sim` / `_net` | a rank that drops its communicator: the others' collective is enqueued, `synchronize()` reports its failure within the timeout, then every call, `synchronize()` and `query()` are `Aborted` |
 //! | `a_failure_is_reported_by_the_next_call_or_query` | the same failure, found by the next call (rank 0) or by `query()` (rank 1) instead |
 //! | `abort_from_another_thread_sim` / `_net`          | `abort()` while the call waits for a peer that never joins: it returns at once, `synchronize()` and later calls fail |
+//! | `abort_on_one_rank_stops_the_others_at_once_sim` / `_net` | a rank that calls `abort()` while its peers wait in a collective for it: their calls fail within a second (the timeout is 20 s), naming that rank |
+//! | `a_failure_names_its_rank_channel_and_step_on_every_rank` | rank 1 calls all_reduce with another count: a rejected frame on one rank; every rank reports that failure (rank, channel, step, reason), none "aborted by another rank" |
 //! | `invalid_arguments_have_no_effect`                | bad roots, peers, buffer sizes, in-place all_to_all, count overflow: `InvalidArgument`, buffers untouched, the communicator still works |
 //! | `sends_to_self_are_refused_and_the_communicator_works` | a send or receive to self (alone or in a group): `InvalidArgument` at the call, nothing enqueued, a later exchange works |
 //! | `a_launch_of_too_many_warps_is_refused_and_the_communicator_works` | a group of 10 ranks x 256 channels whose warps cannot all be resident: `InvalidArgument` at the call, a later send/recv works |
@@ -477,4 +479,101 @@ fn net_says_which_address_it_listens_on() {
         );
         eprintln!("{info}");
     }
+}
+
+/// Ranks 0 and 2 of 3 enter an all_reduce; rank 1 calls `abort()` instead, 300 ms later. The
+/// others' kernels stop at their next wait (SIM: they poll rank 0's abort word, which `abort()`
+/// raises; NET: rank 1's proxies send ABORT), long before the 20 s timeout, and their error
+/// names rank 1.
+fn abort_on_one_rank_stops_the_others(transport: TransportKind) {
+    let timeout = Duration::from_secs(20);
+    let results = run_sim(3, short(transport, timeout), |comm| {
+        if comm.rank() == 1 {
+            std::thread::sleep(Duration::from_millis(300));
+            comm.abort();
+            return Ok(None);
+        }
+        let mut buf = comm.alloc(COUNT * 4)?;
+        buf.copy_from_host(&f32_bytes(COUNT, comm.rank()))?;
+        let t = Instant::now();
+        let r = comm
+            .all_reduce(
+                Data::InPlace(&mut buf),
+                COUNT,
+                DType::F32,
+                ReduceOp::Sum,
+                Options::default(),
+            )
+            .and_then(|()| comm.synchronize());
+        Ok(Some((r, t.elapsed())))
+    })
+    .expect("every rank returns");
+    for (rank, r) in results.into_iter().enumerate().filter(|(r, _)| *r != 1) {
+        let (r, elapsed) = r.unwrap();
+        let e = r.expect_err("the peer aborted");
+        eprintln!("{transport:?} rank {rank}: {e} after {elapsed:?}");
+        assert!(
+            elapsed < Duration::from_secs(2),
+            "{transport:?} rank {rank}: after {elapsed:?}: {e}"
+        );
+        assert!(
+            matches!(e, Error::Remote { rank: 1, .. }),
+            "{transport:?} rank {rank}: {e:?}"
+        );
+    }
+}
+
+#[test]
+fn abort_on_one_rank_stops_the_others_at_once_sim() {
+    abort_on_one_rank_stops_the_others(TransportKind::Sim);
+}
+
+#[test]
+fn abort_on_one_rank_stops_the_others_at_once_net() {
+    abort_on_one_rank_stops_the_others(TransportKind::Net);
+}
+
+/// Rank 1 calls all_reduce with half the elements of ranks 0 and 2: frames of another length
+/// arrive at ranks 1 and 2 (each from its ring predecessor), which reject them. Rank 0, whose
+/// kernel only sees the abort word, reports one of their failures with its rank, channel and
+/// step, not "aborted by another rank"; no rank reports an abort or a timeout, and all report
+/// long before the 20 s timeout.
+#[test]
+fn a_failure_names_its_rank_channel_and_step_on_every_rank() {
+    let timeout = Duration::from_secs(20);
+    let config = Config {
+        channels: 1,
+        ..short(TransportKind::Sim, timeout)
+    };
+    let results = run_sim(3, config, |comm| {
+        let n = if comm.rank() == 1 { COUNT / 2 } else { COUNT };
+        let mut buf = comm.alloc(COUNT * 4)?;
+        buf.copy_from_host(&f32_bytes(COUNT, comm.rank()))?;
+        let t = Instant::now();
+        let (d, op, o) = (DType::F32, ReduceOp::Sum, Options::default());
+        let r = comm
+            .all_reduce(Data::InPlace(&mut buf), n, d, op, o)
+            .and_then(|()| comm.synchronize());
+        Ok((r.map_err(|e| e.to_string()), t.elapsed()))
+    })
+    .expect("every rank returns");
+    let errors: Vec<String> = results
+        .iter()
+        .enumerate()
+        .map(|(rank, (r, elapsed))| {
+            let e = r.clone().expect_err("every rank fails");
+            eprintln!("rank {rank}: {e} after {elapsed:?}");
+            assert!(*elapsed < Duration::from_secs(5), "rank {rank}: after {elapsed:?}");
+            assert!(e.contains("failed on rank ") && e.contains("step "), "rank {rank}: {e}");
+            assert!(!e.contains("aborted") && !e.contains("timed out"), "rank {rank}: {e}");
+            e
+        })
+        .collect();
+    assert!(errors[1].contains("failed on rank 1,"), "{}", errors[1]);
+    assert!(errors[2].contains("failed on rank 2,"), "{}", errors[2]);
+    assert!(
+        errors[0] == errors[1] || errors[0] == errors[2],
+        "rank 0: {}",
+        errors[0]
+    );
 }

@@ -22,8 +22,9 @@ use super::config::{Config, TransportKind};
 use super::cuda_mem::CudaBuffer;
 use super::exec_cuda::{self, Slot};
 use super::exec_sim;
-use super::fabric::{Fabric, FifoLayout};
+use super::fabric::{Control, Fabric, FifoLayout, CONTROL_BYTES};
 use super::inflight::InFlight;
+use super::inflight::CALL_NAMES;
 use super::plan::Plan;
 use super::{Bootstrap, UniqueId};
 use crate::backend::Backend;
@@ -39,6 +40,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use zipcoll_device::dtype::DType;
 use zipcoll_device::reduce::ReduceOp;
+use zipcoll_primitives::conn::{Failure, STATUS_WORDS};
 
 /// A rank's connections and the memory behind them.
 pub(crate) struct Links {
@@ -48,12 +50,17 @@ pub(crate) struct Links {
     engine: Engine,
     /// The NET proxies (dropped, their threads joined, before the memory they use).
     net: Option<NetTransport>,
-    /// Keeps the FIFOs, staging buffers and peer mappings alive as long as the fabric points
-    /// at them.
+    /// Keeps the FIFOs, staging buffers and SIM peers' regions alive as long as the fabric
+    /// points at them.
     _mem: Vec<Keep>,
+    /// P2P: the peers' regions, mapped by IPC (closed in `drop` between two barriers, before
+    /// this rank's own region, which the peers map, is freed).
+    mapped: Vec<Keep>,
     magic: u64,
     /// The calls enqueued and not yet checked; its lock orders the calls.
     calls: Mutex<InFlight<Slot>>,
+    /// Rank 0's control block (SIM, P2P), whose abort word the kernels poll.
+    control: Option<ControlRef>,
     /// How long dropping waits for calls in flight before it raises the abort word.
     timeout: Duration,
     /// How the transport was chosen and set up ([`Links::describe`]).
@@ -71,6 +78,61 @@ pub(crate) enum Engine {
         /// The abort word (4 bytes), mapped into the device.
         abort: PinnedHost,
     },
+}
+
+/// Rank 0's control block ([`Control`]) as this rank reaches it.
+enum ControlRef {
+    /// SIM: host memory (rank 0's region, held).
+    Host {
+        words: *const AtomicU32,
+        _region: Arc<SimEndpoint>,
+    },
+    /// P2P: the abort word in device memory (rank 0's region, mapped), written on a stream of
+    /// its own (the device's is busy with the kernels it stops).
+    Device {
+        abort: u64,
+        stream: Arc<cudarc::driver::CudaStream>,
+    },
+}
+
+// SAFETY: the words are only accessed atomically, in memory held by the value (`_region`) or
+// by the `Links` it is part of (the mapping).
+unsafe impl Send for ControlRef {}
+// SAFETY: as above.
+unsafe impl Sync for ControlRef {}
+
+impl ControlRef {
+    /// Word `i` of a host control block.
+    fn word(&self, i: usize) -> Option<&AtomicU32> {
+        match self {
+            // SAFETY: the block holds `CONTROL_BYTES / 4` aligned words, alive as long as `self`
+            // (`_region`) and only accessed atomically.
+            ControlRef::Host { words, .. } if i < CONTROL_BYTES / 4 => Some(unsafe { &*words.add(i) }),
+            _ => None,
+        }
+    }
+}
+
+/// The first failure of a communicator, on whichever rank it happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Cause {
+    pub rank: usize,
+    pub kind: CauseKind,
+}
+
+/// What failed first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CauseKind {
+    /// Channel (warp) `channel` of call `name` failed with `failure`.
+    Warp {
+        name: &'static str,
+        channel: usize,
+        failure: Failure,
+    },
+    /// The rank's caller called `abort()`.
+    Caller,
+    /// The rank's launch failed.
+    Run,
 }
 
 /// Host memory holding (at least the sampled ranges of) a call's input.
@@ -339,10 +401,22 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
     let magic = id.magic();
     let index = |q: usize, p: usize| q * parts + p;
     let mut net = None;
+    let mut control = None;
+    let mut mapped = Vec::new();
     if let (TransportKind::P2p, Some(gpu)) = (kind, &gpu) {
-        let mapped = connect_p2p(&b, gpu, layout, parts, &mut fabric)?;
-        match mapped {
-            Ok(keep) => mem.extend(keep),
+        match connect_p2p(&b, gpu, layout, parts, &mut fabric)? {
+            Ok((maps, own)) => {
+                mapped = maps;
+                mem.push(own);
+                let stream = gpu
+                    .context()
+                    .new_stream()
+                    .map_err(crate::cuda::cuda_error("cuStreamCreate"))?;
+                control = Some(ControlRef::Device {
+                    abort: fabric.abort as u64,
+                    stream,
+                });
+            }
             Err(why) if config.transport == TransportKind::Auto => {
                 notes.push(format!("Auto fell back from P2P to NET: {why}"));
                 kind = TransportKind::Net;
@@ -373,6 +447,13 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
                     .send
                     .extend((0..parts).map(|p| layout.desc(peer_base, index(rank, p))));
             }
+            // every rank's kernels poll the abort word of rank 0's control block
+            let words = layout.control(peers[0].region.ptr() as u64) as *const AtomicU32;
+            fabric.abort = words.cast::<u32>().cast_mut();
+            control = Some(ControlRef::Host {
+                words,
+                _region: Arc::clone(&peers[0]),
+            });
             mem.extend(peers.into_iter().map(|p| Box::new(p) as Keep));
         }
         (TransportKind::P2p, Some(_)) => b.barrier()?,
@@ -438,8 +519,10 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
         engine,
         net,
         _mem: mem,
+        mapped,
         magic,
         calls: Mutex::new(InFlight::new(slots)),
+        control,
         timeout: config.timeout,
         description: std::iter::once(format!("{kind:?}"))
             .chain(notes)
@@ -450,22 +533,25 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
 }
 
 /// P2P's FIFOs: this rank's receive region in device memory, exported by IPC, and every
-/// peer's mapped (their FIFO from this rank is this rank's send FIFO). Every rank then says
+/// peer's mapped (their FIFO from this rank is this rank's send FIFO); the kernels' abort word
+/// becomes the one in rank 0's control block, mapped by every rank. Every rank then says
 /// whether all its mappings worked: `Ok(Ok(memory to keep))` when all ranks' did, with the
 /// fabric's FIFOs set; `Ok(Err(the first failure))` on every rank when one rank's did not
-/// (nothing kept, so that NET can replace it); `Err` when the bootstrap failed.
+/// (nothing kept, so that NET can replace it); `Err` when the bootstrap failed. The memory:
+/// the mappings, then this rank's region.
 fn connect_p2p(
     b: &Bootstrap,
     gpu: &CudaGpu,
     layout: FifoLayout,
     parts: usize,
     fabric: &mut Fabric,
-) -> Result<Result<Vec<Keep>>> {
+) -> Result<Result<(Vec<Keep>, Keep)>> {
     let rank = b.rank();
     let own = DeviceAlloc::zeroed(gpu.context(), layout.bytes())?;
     let handles = b.allgather(&own.ipc_handle()?)?;
     let mut keep: Vec<Keep> = Vec::new();
     let mut send = Vec::new();
+    let mut bases = Vec::new();
     let mut failed = None;
     for (q, handle) in handles.iter().enumerate() {
         let base = if q == rank {
@@ -487,9 +573,14 @@ fn connect_p2p(
             }
         };
         send.extend((0..parts).map(|p| layout.desc(base, rank * parts + p)));
+        bases.push(base);
     }
     let outcomes = b.allgather(failed.as_deref().unwrap_or("").as_bytes())?;
     if let Some((q, why)) = outcomes.iter().enumerate().find(|(_, o)| !o.is_empty()) {
+        // every rank closes its mappings before any frees the region they map
+        drop(keep);
+        b.barrier()?;
+        drop(own);
         return Ok(Err(Error::Remote {
             rank: q,
             reason: String::from_utf8_lossy(why).into_owned(),
@@ -497,8 +588,9 @@ fn connect_p2p(
     }
     fabric.recv = (0..layout.n).map(|i| layout.desc(own.ptr(), i)).collect();
     fabric.send = send;
-    keep.push(Box::new(own) as Keep);
-    Ok(Ok(keep))
+    // every rank's kernels poll the abort word of rank 0's control block
+    fabric.abort = layout.control(bases[0]) as *mut u32;
+    Ok(Ok((keep, Box::new(own) as Keep)))
 }
 
 /// The address of this host's interface that the route to `root` leaves by (NCCL's choice of
@@ -609,8 +701,94 @@ impl Links {
         &self.fabric
     }
 
-    pub fn abort_word(&self) -> &AtomicU32 {
-        self.engine.abort_word()
+    /// Raises the abort word the kernels poll: this rank's (NET: its proxies then tell the
+    /// peers) and, over SIM and P2P, rank 0's, which every rank's kernels poll.
+    pub fn raise_abort(&self) {
+        self.engine.abort_word().store(1, Ordering::Release);
+        match &self.control {
+            Some(c @ ControlRef::Host { .. }) => {
+                if let Some(w) = c.word(Control::ABORT) {
+                    w.store(1, Ordering::Release);
+                }
+            }
+            Some(ControlRef::Device { abort, stream }) => {
+                // SAFETY: `abort` is the mapped abort word (4 aligned bytes of a mapping this
+                // `Links` holds), a stream of the communicator's context; the kernels access it
+                // atomically. A failure here leaves the kernels to their timeouts.
+                let _ = unsafe { crate::cuda_mem::set_word_async(stream, *abort, 1) };
+            }
+            None => {}
+        }
+    }
+
+    /// Records `cause` as the communicator's first failure where every rank sees it (SIM: rank
+    /// 0's control block), unless a first failure is recorded already.
+    pub fn publish(&self, cause: Cause) {
+        let Some(c) = &self.control else { return };
+        let (Some(state), Some(_)) = (c.word(Control::STATE), c.word(Control::RECORD + STATUS_WORDS - 1)) else {
+            return;
+        };
+        if state
+            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return;
+        }
+        let set = |i: usize, v: u32| {
+            if let Some(w) = c.word(i) {
+                w.store(v, Ordering::Relaxed);
+            }
+        };
+        set(Control::RANK, cause.rank as u32);
+        match cause.kind {
+            CauseKind::Warp { name, channel, failure } => {
+                set(Control::KIND, Control::WARP);
+                set(
+                    Control::NAME,
+                    CALL_NAMES.iter().position(|n| *n == name).unwrap_or(usize::MAX) as u32,
+                );
+                set(Control::CHANNEL, channel as u32);
+                for (i, v) in failure.record().into_iter().enumerate() {
+                    set(Control::RECORD + i, v);
+                }
+            }
+            CauseKind::Caller => set(Control::KIND, Control::CALLER),
+            CauseKind::Run => set(Control::KIND, Control::RUN),
+        }
+        // release: the fields before the state that says they are written
+        state.store(2, Ordering::Release);
+    }
+
+    /// The communicator's first failure if a rank has recorded it ([`Links::publish`]),
+    /// waiting for it up to `patience` (the rank that failed first records it when its launch
+    /// ends, which the abort word makes prompt); `None` where there is no shared record (NET).
+    pub fn cause(&self, patience: Duration) -> Option<Cause> {
+        let c = self.control.as_ref()?;
+        let state = c.word(Control::STATE)?;
+        let start = std::time::Instant::now();
+        while state.load(Ordering::Acquire) != 2 {
+            if start.elapsed() > patience {
+                return None;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let get = |i: usize| c.word(i).map_or(0, |w| w.load(Ordering::Relaxed));
+        let kind = match get(Control::KIND) {
+            Control::WARP => {
+                let record = std::array::from_fn(|i| get(Control::RECORD + i));
+                CauseKind::Warp {
+                    name: CALL_NAMES.get(get(Control::NAME) as usize).copied().unwrap_or("a call"),
+                    channel: get(Control::CHANNEL) as usize,
+                    failure: Failure::from_record(record, "(reason not recorded)")?,
+                }
+            }
+            Control::CALLER => CauseKind::Caller,
+            _ => CauseKind::Run,
+        };
+        Some(Cause {
+            rank: get(Control::RANK) as usize,
+            kind,
+        })
     }
 
     /// Zeroed memory of `len` bytes where this rank's kernels run.
@@ -685,8 +863,36 @@ impl Links {
         wait: Duration,
     ) -> Result<()> {
         match (&self.engine, self.backend) {
-            (Engine::Sim { .. }, Backend::Sim64) => calls.ran(name, exec_sim::run::<64>(plan, dtype, op, wait)),
-            (Engine::Sim { .. }, _) => calls.ran(name, exec_sim::run::<32>(plan, dtype, op, wait)),
+            (Engine::Sim { .. }, backend) => {
+                let ran = match backend {
+                    Backend::Sim64 => exec_sim::run::<64>(plan, dtype, op, wait),
+                    _ => exec_sim::run::<32>(plan, dtype, op, wait),
+                };
+                // the run has ended: its own failure (not an abort) is the peers' explanation
+                // now, not when this rank's caller next checks
+                let rank = self.fabric.rank;
+                match &ran {
+                    Ok(records) => {
+                        let own = records
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(w, r)| Failure::from_record(*r, "(reason not recorded)").map(|f| (w, f)))
+                            .filter(|(_, f)| super::inflight::consequence(f) < 2)
+                            .min_by_key(|(w, f)| (super::inflight::consequence(f), *w));
+                        if let Some((channel, failure)) = own {
+                            self.publish(Cause {
+                                rank,
+                                kind: CauseKind::Warp { name, channel, failure },
+                            });
+                        }
+                    }
+                    Err(_) => self.publish(Cause {
+                        rank,
+                        kind: CauseKind::Run,
+                    }),
+                }
+                calls.ran(name, ran)
+            }
             (Engine::Cuda { .. }, _) => return calls.launch(name, |slot| slot.launch(plan, dtype, op)),
         }
         Ok(())
@@ -703,7 +909,18 @@ impl Drop for Links {
         // Kernels still in flight use the FIFOs, staging buffers and slots freed after this:
         // wait for them (a kernel still running one timeout later is stopped by the abort word).
         let calls = self.calls.get_mut().unwrap_or_else(PoisonError::into_inner);
-        calls.drain(self.timeout, self.engine.abort_word());
+        let control = &self.control;
+        let engine = &self.engine;
+        calls.drain(self.timeout, || {
+            engine.abort_word().store(1, Ordering::Release);
+            if let Some(w) = control.as_ref().and_then(|c| c.word(Control::ABORT)) {
+                w.store(1, Ordering::Release);
+            }
+            if let Some(ControlRef::Device { abort, stream }) = control {
+                // SAFETY: as in `raise_abort`.
+                let _ = unsafe { crate::cuda_mem::set_word_async(stream, *abort, 1) };
+            }
+        });
         // A communicator that has not failed closes its NET transport gracefully: frames its
         // last call published still reach the peers (a finished call's frames are all in the
         // local send FIFOs), and peers still running see a close, not a failure. After a
@@ -714,6 +931,16 @@ impl Drop for Links {
             }
         }
         sim_transport::withdraw(self.magic, self.fabric.rank);
+        // P2P: the peers map this rank's region and, on failure paths, their kernels may still
+        // write it. Every rank closes its mappings after a barrier (no kernel runs any more on
+        // any rank), then frees its own region (`_mem`, dropped after this) after a second
+        // barrier (no rank maps it any more). Bounded by the bootstrap's timeout when a peer is
+        // dead (its ring socket fails at once when its process is gone).
+        if !self.mapped.is_empty() {
+            let _ = self._bootstrap.barrier();
+            self.mapped.clear();
+            let _ = self._bootstrap.barrier();
+        }
     }
 }
 

@@ -77,12 +77,12 @@ pub use config::{Compression, Config, Lossless, TransportKind};
 use crate::backend::Backend;
 use crate::dispatch::dispatch_dtype;
 use crate::error::{Error, Result};
-use connect::Links;
+use connect::{Cause, CauseKind, Links};
 use fabric::Fabric;
-use inflight::{Failed, Wait};
+use inflight::{Failed, Wait, CALL_NAMES};
 use plan::{CollArgs, P2pOp, Plan};
-use std::sync::atomic::Ordering;
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 use zipcoll_device::arbitrate::{Arbiter, TransportModel, NET, NVLINK};
 use zipcoll_device::codec::{max_encoded_len, CodecId};
 use zipcoll_device::dtype::{DType, Elem};
@@ -232,11 +232,17 @@ impl Communicator {
         self.links.alloc(len)
     }
 
-    /// Stops the communicator: the calls in flight stop at their next wait, and
+    /// Stops the communicator: the calls in flight stop at their next wait, on this rank and
+    /// on every peer (SIM and P2P: every rank's kernels poll one abort word, in rank 0's
+    /// memory; NET: the proxies tell the peers), whose calls then fail naming this rank; and
     /// [`Communicator::synchronize`] and every later call return [`Error::Aborted`]. Safe from
     /// any thread, also while another one waits in this communicator.
     pub fn abort(&self) {
-        self.links.abort_word().store(1, Ordering::Release);
+        self.links.raise_abort();
+        self.links.publish(Cause {
+            rank: self.rank,
+            kind: CauseKind::Caller,
+        });
         self.fail("aborted by the caller".into());
     }
 
@@ -265,24 +271,55 @@ impl Communicator {
     }
 
     /// The error a check returns: [`Error::Aborted`] once the communicator has failed, else the
-    /// failure it found (which fails the communicator).
+    /// failure it found (which fails the communicator), named by its root cause: a warp that
+    /// stopped because another rank raised the abort word reports that rank's first failure
+    /// (its rank, channel, step and reason) where the transport shares it (SIM), a rank's own
+    /// failure is recorded for the others; over NET the transport's error names the rank.
     fn report(&self, found: Option<Failed>) -> Result<()> {
-        let mut failed = self.failed.lock().unwrap_or_else(PoisonError::into_inner);
-        if failed.is_some() {
+        if self.failed.lock().unwrap_or_else(PoisonError::into_inner).is_some() {
             return Err(Error::Aborted);
         }
         let Some(found) = found else {
             return Ok(());
         };
         let e = match found {
-            Failed::Run(e) => e,
-            Failed::Warp { name, warp, failure } => self.links.transport_error().unwrap_or(Error::Collective {
-                collective: name,
-                rank: self.rank,
-                channel: warp,
-                failure,
-            }),
+            Failed::Run(e) => {
+                self.links.publish(Cause {
+                    rank: self.rank,
+                    kind: CauseKind::Run,
+                });
+                e
+            }
+            Failed::Warp { name, warp, failure } => {
+                let own = Cause {
+                    rank: self.rank,
+                    kind: CauseKind::Warp {
+                        name,
+                        channel: warp,
+                        failure,
+                    },
+                };
+                // an abort: wait (bounded) for the rank that failed first to say why; a
+                // timeout: another rank's recorded failure, if any, explains it
+                let patience = match inflight::consequence(&failure) {
+                    2 => self.config.timeout,
+                    _ => Duration::ZERO,
+                };
+                let cause = match inflight::consequence(&failure) {
+                    0 => None,
+                    _ => self.links.cause(patience).filter(|c| c.rank != self.rank),
+                };
+                let cause = cause.unwrap_or_else(|| {
+                    self.links.publish(own);
+                    own
+                });
+                self.links.transport_error().unwrap_or_else(|| cause_error(cause))
+            }
         };
+        let mut failed = self.failed.lock().unwrap_or_else(PoisonError::into_inner);
+        if failed.is_some() {
+            return Err(Error::Aborted);
+        }
         *failed = Some(e.to_string());
         Err(e)
     }
@@ -563,6 +600,11 @@ impl Communicator {
             .links
             .run(&mut calls, name, &mut plan, dtype, op, self.config.timeout);
         if let Err(e) = &launched {
+            self.links.publish(Cause {
+                rank: self.rank,
+                kind: CauseKind::Run,
+            });
+            self.links.raise_abort();
             self.fail(e.to_string());
         }
         launched
@@ -579,16 +621,36 @@ fn check_len(what: &str, have: usize, need: usize) -> Result<()> {
 }
 
 fn coll_name(c: Coll) -> &'static str {
-    match c {
-        Coll::RingAllReduce => "all_reduce (ring)",
-        Coll::TwoShotAllReduce => "all_reduce (two-shot)",
-        Coll::AllGather => "all_gather",
-        Coll::ReduceScatter => "reduce_scatter",
-        Coll::Reduce => "reduce",
-        Coll::Broadcast => "broadcast",
-        Coll::AllToAll => "all_to_all",
-        Coll::Send => "send",
-        Coll::Recv => "recv",
+    CALL_NAMES[match c {
+        Coll::RingAllReduce => 0,
+        Coll::TwoShotAllReduce => 1,
+        Coll::AllGather => 2,
+        Coll::ReduceScatter => 3,
+        Coll::Reduce => 4,
+        Coll::Broadcast => 5,
+        Coll::AllToAll => 6,
+        Coll::Send => 7,
+        Coll::Recv => 8,
+    }]
+}
+
+/// The error of a communicator's first failure, as every rank reports it.
+fn cause_error(c: Cause) -> Error {
+    match c.kind {
+        CauseKind::Warp { name, channel, failure } => Error::Collective {
+            collective: name,
+            rank: c.rank,
+            channel,
+            failure,
+        },
+        CauseKind::Caller => Error::Remote {
+            rank: c.rank,
+            reason: "its caller aborted the communicator".into(),
+        },
+        CauseKind::Run => Error::Remote {
+            rank: c.rank,
+            reason: "its launch failed".into(),
+        },
     }
 }
 
@@ -661,7 +723,7 @@ impl<'a> Group<'a> {
             let ops = of(dtype);
             let first_send = ops.iter().find(|o| o.send).copied();
             comm.enqueue(
-                "send/recv group",
+                CALL_NAMES[9],
                 dtype,
                 ReduceOp::Sum,
                 || match first_send {
