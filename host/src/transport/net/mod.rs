@@ -122,6 +122,34 @@ mod proxy;
 mod setup;
 mod wire;
 
+/// NET's wire parsers on arbitrary bytes, for the fuzz targets (`fuzz/`); not an API. Each
+/// returns whether the bytes parsed, and panics only on a bug (a parsed record that does not
+/// encode back to its bytes).
+#[doc(hidden)]
+pub mod fuzzing {
+    use super::wire::{frame_len, Handshake, MsgHeader, HANDSHAKE_BYTES, MSG_HEADER_BYTES};
+
+    /// The first bytes as a handshake record, a message header, and the length of the frame
+    /// a slot holds (at most the slot).
+    pub fn parse(bytes: &[u8]) -> bool {
+        let mut parsed = false;
+        if let Some(b) = bytes.first_chunk::<HANDSHAKE_BYTES>() {
+            if let Ok(h) = Handshake::decode(b) {
+                assert_eq!(&h.encode(), b, "a handshake that does not encode back");
+                parsed = true;
+            }
+        }
+        if let Some(b) = bytes.first_chunk::<MSG_HEADER_BYTES>() {
+            if let Ok(h) = MsgHeader::decode(b) {
+                assert_eq!(&h.encode(), b, "a message header that does not encode back");
+                parsed = true;
+            }
+        }
+        assert!(frame_len(bytes) <= bytes.len(), "a frame longer than its slot");
+        parsed
+    }
+}
+
 pub use setup::NetListener;
 
 use crate::error::{Error, Result};
