@@ -61,7 +61,7 @@
 //! | offset | size | field                                                  |
 //! |--------|------|--------------------------------------------------------|
 //! | 0      | 4    | kind: 1 DATA, 2 CREDIT, 3 CLOSE, 4 ABORT                 |
-//! | 4      | 4    | connection index                                       |
+//! | 4      | 4    | connection index; ABORT: the rank the failure started on |
 //! | 8      | 8    | DATA: the frame's step; CREDIT: the receiver's `head`  |
 //! | 16     | 4    | bytes of body: DATA: the frame; ABORT: a UTF-8 reason (at most 1 KiB); otherwise 0 |
 //! | 20     | 4    | reserved, 0                                            |
@@ -108,7 +108,7 @@
 //! | event                                                                  | error                      |
 //! |------------------------------------------------------------------------|----------------------------|
 //! | a peer's socket closes or resets without CLOSE (it died or dropped its transport) | `Remote { rank, .. }` |
-//! | a peer's ABORT (its transport failed)                                  | `Remote { rank, "aborted: .." }` |
+//! | a peer's ABORT (its transport failed)                                  | `Remote { rank, "aborted: .." }`, `rank` the one the failure started on (an ABORT's `conn`), also when relayed |
 //! | a malformed message (unknown kind or connection, wrong step, oversize frame) | `Remote { rank, "NET protocol error .." }` |
 //! | a peer that closed gracefully while frames for it are pending          | `Remote { rank, .. }`      |
 //! | no progress for `timeout` while work is pending: a published frame without credit, a socket that takes no bytes, a message cut short | `Timeout` |
