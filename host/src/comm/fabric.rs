@@ -30,7 +30,8 @@ pub(crate) struct Fabric {
     pub rank: usize,
     pub nranks: usize,
     pub parts: usize,
-    /// `send[q * parts + p]`: the FIFO to `q` of part `p` (`NO_CONN` for `q == rank`).
+    /// `send[q * parts + p]`: the FIFO to `q` of part `p` (`q == rank`: the loopback FIFO, used
+    /// only by the ring of a single rank: sends and receives to self are refused at the call).
     pub send: Vec<ConnDesc>,
     /// `recv[q * parts + p]`: the FIFO from `q` of part `p`.
     pub recv: Vec<ConnDesc>,
