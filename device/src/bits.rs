@@ -155,41 +155,78 @@ fn append_slots<W: Warp>(
 /// `*cursor` of `out`, in lane order (ballot + popcount of the lower lanes); `*cursor` advances
 /// by 4 x (emitting lanes) on every lane. Any alignment. If the words do not fit, nothing is
 /// written, `*cursor` is unchanged and every lane gets `Err`.
+///
+/// # Safety
+/// Every lane of the warp calls it, converged, with the same `out` and `*cursor`, and no
+/// other write to `out`'s bytes from `*cursor` on runs concurrently (then the lanes' slots are
+/// disjoint).
 #[inline(always)]
-pub fn append_words<W: Warp>(
+pub unsafe fn append_words<W: Warp>(
     w: W,
     emit: bool,
     word: u32,
     out: LaneOut<'_>,
     cursor: &mut usize,
 ) -> Result<(), OutOfSpace> {
-    append_slots(w, emit, 4, out, cursor, |at| out.put_u32(at, word))
+    // SAFETY: `append_slots` gives each emitting lane its own slot of 4 bytes at `at`, and the
+    // caller excludes other writers.
+    append_slots(w, emit, 4, out, cursor, |at| unsafe { out.put_u32(at, word) })
 }
 
 /// [`append_words`] with 2-byte slots.
+///
+/// # Safety
+/// Every lane of the warp calls it, converged, with the same `out` and `*cursor`, and no
+/// other write to `out`'s bytes from `*cursor` on runs concurrently (then the lanes' slots are
+/// disjoint).
 #[inline(always)]
-pub fn append_u16<W: Warp>(
+pub unsafe fn append_u16<W: Warp>(
     w: W,
     emit: bool,
     word: u16,
     out: LaneOut<'_>,
     cursor: &mut usize,
 ) -> Result<(), OutOfSpace> {
-    append_slots(w, emit, 2, out, cursor, |at| out.put_u16(at, word))
+    // SAFETY: as in `append_words`, with slots of 2 bytes.
+    append_slots(w, emit, 2, out, cursor, |at| unsafe { out.put_u16(at, word) })
 }
 
 /// [`append_words`] with 1-byte slots.
+///
+/// # Safety
+/// Every lane of the warp calls it, converged, with the same `out` and `*cursor`, and no
+/// other write to `out`'s bytes from `*cursor` on runs concurrently (then the lanes' slots are
+/// disjoint).
 #[inline(always)]
-pub fn append_u8<W: Warp>(w: W, emit: bool, byte: u8, out: LaneOut<'_>, cursor: &mut usize) -> Result<(), OutOfSpace> {
-    append_slots(w, emit, 1, out, cursor, |at| out.put_u8(at, byte))
+pub unsafe fn append_u8<W: Warp>(
+    w: W,
+    emit: bool,
+    byte: u8,
+    out: LaneOut<'_>,
+    cursor: &mut usize,
+) -> Result<(), OutOfSpace> {
+    // SAFETY: as in `append_words`, with slots of 1 byte.
+    append_slots(w, emit, 1, out, cursor, |at| unsafe { out.put_u8(at, byte) })
 }
 
 /// Packs the low `bits` bits (uniform, `0..=32`) of every lane's `value`: lane `l`'s bits go to
 /// bit `l * bits` of a little-endian bit stream of `WIDTH * bits` bits (`bits` or `2 * bits` u32
 /// words) written at byte `byte_at` of `out` (any alignment). See [`pack_fixed_prefix`].
+///
+/// # Safety
+/// Every lane of the warp calls it, converged, with the same `out`, `bits`, `byte_at` (and
+/// `lanes`), and no other write to the stream's bytes runs concurrently (lane `j` writes
+/// word `j` only).
 #[inline(always)]
-pub fn pack_fixed<W: Warp>(w: W, value: u32, bits: u32, out: LaneOut<'_>, byte_at: usize) -> Result<(), OutOfSpace> {
-    pack_fixed_prefix(w, value, bits, W::WIDTH, out, byte_at)
+pub unsafe fn pack_fixed<W: Warp>(
+    w: W,
+    value: u32,
+    bits: u32,
+    out: LaneOut<'_>,
+    byte_at: usize,
+) -> Result<(), OutOfSpace> {
+    // SAFETY: the caller's promise, with `lanes = WIDTH` on every lane.
+    unsafe { pack_fixed_prefix(w, value, bits, W::WIDTH, out, byte_at) }
 }
 
 /// [`pack_fixed`] of the first `lanes` lanes only (uniform, clamped to `WIDTH`): the stream is
@@ -197,7 +234,12 @@ pub fn pack_fixed<W: Warp>(w: W, value: u32, bits: u32, out: LaneOut<'_>, byte_a
 /// bytes); the other lanes' values are ignored. Output word `j` is assembled by lane `j` from
 /// the lanes that overlap it (at most `ceil(32 / bits) + 1`), fetched by shuffles; no atomics.
 /// If the stream does not fit in `out`, nothing is written and every lane gets `Err`.
-pub fn pack_fixed_prefix<W: Warp>(
+///
+/// # Safety
+/// Every lane of the warp calls it, converged, with the same `out`, `bits`, `byte_at` (and
+/// `lanes`), and no other write to the stream's bytes runs concurrently (lane `j` writes
+/// word `j` only).
+pub unsafe fn pack_fixed_prefix<W: Warp>(
     w: W,
     value: u32,
     bits: u32,
@@ -234,7 +276,9 @@ pub fn pack_fixed_prefix<W: Warp>(
     }
     // lane l < words: acc = output word l, complete
     if lane < words {
-        out.put_u32(byte_at + 4 * lane as usize, acc)?;
+        // SAFETY: lane `lane` writes word `lane` of the stream only; the caller excludes other
+        // writers.
+        unsafe { out.put_u32(byte_at + 4 * lane as usize, acc) }?;
     }
     Ok(())
 }
@@ -290,7 +334,12 @@ pub fn read_bits(input: &[u8], bit_at: usize, bits: u32) -> Option<u32> {
 /// warp and at least every active group's `planes`. One ballot per plane, written by the
 /// group's first lane; no atomics. If an active group does not fit, nothing is written and
 /// every lane gets `Err`.
-pub fn put_bit_planes<W: Warp>(
+///
+/// # Safety
+/// Every lane of the warp calls it, converged, with the same `out` and `max_planes`, each
+/// 32-lane group's `planes`, `group_at` and `active` uniform within it, the active groups'
+/// word ranges disjoint, and no other write to them running concurrently.
+pub unsafe fn put_bit_planes<W: Warp>(
     w: W,
     value: u32,
     planes: u32,
@@ -314,7 +363,9 @@ pub fn put_bit_planes<W: Warp>(
         let plane = w.ballot(W::FULL, (value >> b) & 1 != 0);
         // every lane: bit b of every lane's value; bits shift.. shift+32 are this group's plane
         if leader && b < planes {
-            out.put_u32(group_at + 4 * b as usize, (plane >> shift) as u32)?;
+            // SAFETY: only the group's leader writes the group's words, disjoint from the
+            // other groups' (the caller).
+            unsafe { out.put_u32(group_at + 4 * b as usize, (plane >> shift) as u32) }?;
         }
     }
     Ok(())

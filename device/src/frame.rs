@@ -144,8 +144,14 @@ pub fn checksum_term(word: u32, index: u32) -> u32 {
 
 /// The frame checksum of `bytes`: the wrapping sum over little-endian 32-bit words (the tail
 /// zero-padded) of [`checksum_term`]`(word, index)`, plus the length. A sum of independent
-/// terms, so any split of the words among lanes, warps or blocks gives the same value; every
-/// single-bit change and every swap of two different words changes it.
+/// terms, so any split of the words among lanes, warps or blocks gives the same value.
+///
+/// What it guarantees: every change confined to one 32-bit word changes it (for a fixed index
+/// the term is a bijection of the word: xor, then murmur3's invertible finalizer), so does
+/// every change of the length by less than 2^32 bytes. Nothing more: changes to two or more words can
+/// cancel in the sum. A swap of two different words goes undetected for some pairs (about one
+/// random pair in 2^32), and a deliberate change can always be made to keep it. It catches
+/// accidents, not adversaries.
 pub fn checksum(bytes: &[u8]) -> u32 {
     let mut sum = bytes.len() as u32;
     let mut chunks = bytes.chunks_exact(4);

@@ -3,11 +3,14 @@
 //!
 //! | type            | driver calls                                        | what for                                    |
 //! |-----------------|-----------------------------------------------------|---------------------------------------------|
-//! | [`DeviceAlloc`] | `cuMemAlloc`, `cuMemsetD8`, `cuIpcGetMemHandle`, `cuMemFree` | FIFOs other processes map (P2P)   |
+//! | [`DeviceAlloc`] | `cuMemAlloc`, `cuMemsetD8` (waited for), `cuIpcGetMemHandle`, `cuMemFree` | FIFOs other processes map (P2P)   |
 //! | [`IpcMapping`]  | `cuIpcOpenMemHandle`, `cuIpcCloseMemHandle`         | a peer's FIFOs in this process              |
 //! | [`PinnedHost`]  | `cuMemHostAlloc` (mapped), `cuMemHostGetDevicePointer`, `cuMemFreeHost` | memory kernels and host threads share (NET FIFOs, abort words, status records, plan images) |
 //! | [`DeviceAlloc::copy_from_pinned_async`] | `cuMemcpyHtoDAsync` | a call's plan, from its pinned image to its device scratch, on the stream |
 //! | [`copy_to_host_async`] | `cuMemcpyDtoHAsync` | Auto's sample of a call's input, on the stream |
+//! | [`set_word_async`] | `cuMemsetD32Async`                              | raising the abort word in rank 0's mapped control block (P2P) |
+//! | [`device_of`]   | `cuPointerGetAttribute`                             | which GPU a call's buffer is on             |
+//! | [`visible_uuids`] | `cuDeviceGetCount`, `cuDeviceGet`, `cuDeviceGetUuid` | the topology: GPUs by UUID, not ordinal  |
 //!
 //! Each owned type frees its memory on drop, in the context it was made in (bound first).
 
@@ -46,7 +49,8 @@ unsafe impl Send for DeviceAlloc {}
 unsafe impl Sync for DeviceAlloc {}
 
 impl DeviceAlloc {
-    /// `len` (at least 1) zeroed bytes on `ctx`'s device.
+    /// `len` (at least 1) zeroed bytes on `ctx`'s device, the zeroing complete when this
+    /// returns (it waits for the legacy default stream).
     pub fn zeroed(ctx: &Arc<CudaContext>, len: usize) -> Result<DeviceAlloc> {
         bind(ctx)?;
         let mut ptr = 0;
@@ -58,8 +62,16 @@ impl DeviceAlloc {
             ptr,
             len,
         };
-        // SAFETY: `len` bytes from `ptr` were just allocated; synchronous memset.
+        // SAFETY: `len` bytes from `ptr` were just allocated and nothing else uses them yet.
         check("cuMemsetD8", unsafe { sys::cuMemsetD8_v2(ptr, 0, len) })?;
+        // `cuMemsetD8` on device memory is asynchronous with respect to the host (the driver's
+        // "API synchronization behavior"): it runs on the legacy default stream. Wait for that
+        // stream, so that the zeros are in memory before anyone sees the allocation (a peer
+        // that maps it by IPC reads an empty FIFO, not the memory's previous bytes).
+        // SAFETY: the null stream is the context's legacy default stream; the context is current.
+        check("cuStreamSynchronize", unsafe {
+            sys::cuStreamSynchronize(std::ptr::null_mut())
+        })?;
         Ok(a)
     }
 
@@ -266,6 +278,60 @@ impl Drop for PinnedHost {
             let _ = unsafe { sys::cuMemFreeHost(self.host.cast()) };
         }
     }
+}
+
+/// Enqueues `*ptr = value` for the `u32` at device address `ptr` on `stream`
+/// (`cuMemsetD32Async`), without waiting: a host's way to raise a flag that kernels poll
+/// (e.g. an abort word in a peer's memory mapped by IPC) while they run on another stream.
+///
+/// # Safety
+/// `ptr` is a 4-aligned device address of `stream`'s context (its own memory or a mapping)
+/// that stays valid until the write has run, and whoever else accesses it does so atomically.
+pub unsafe fn set_word_async(stream: &CudaStream, ptr: u64, value: u32) -> Result<()> {
+    bind(stream.context())?;
+    // SAFETY: the caller guarantees the address for one u32 on this stream's context.
+    check("cuMemsetD32Async", unsafe {
+        sys::cuMemsetD32Async(ptr, value, 1, stream.cu_stream())
+    })
+}
+
+/// The device (`CUdevice`, the ordinal in this process) whose memory device address `ptr`
+/// is; an address the driver does not know is an [`Error::InvalidArgument`].
+pub fn device_of(ctx: &Arc<CudaContext>, ptr: u64) -> Result<i32> {
+    bind(ctx)?;
+    let mut ordinal: core::ffi::c_int = -1;
+    // SAFETY: `ordinal` is a valid out-pointer of the size the attribute writes (an int); the
+    // driver validates the address.
+    let r = unsafe {
+        sys::cuPointerGetAttribute(
+            (&mut ordinal as *mut core::ffi::c_int).cast(),
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+            ptr,
+        )
+    };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(Error::InvalidArgument(format!(
+            "address {ptr:#x} is not CUDA device memory ({r:?})"
+        )));
+    }
+    Ok(ordinal)
+}
+
+/// The UUIDs of the devices this process sees (`CUDA_VISIBLE_DEVICES` applied), by ordinal:
+/// what identifies a GPU across processes, whose ordinals differ (each rank of a torchrun or
+/// SLURM job that sees one GPU calls it device 0).
+pub fn visible_uuids() -> Result<Vec<[u8; 16]>> {
+    let count = cudarc::driver::CudaContext::device_count().map_err(crate::cuda::cuda_error("cuDeviceGetCount"))?;
+    (0..count)
+        .map(|ordinal| {
+            let mut dev = 0;
+            // SAFETY: `dev` is a valid out-pointer; the ordinal is below the device count.
+            check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut dev, ordinal) })?;
+            let uuid =
+                cudarc::driver::result::device::get_uuid(dev).map_err(crate::cuda::cuda_error("cuDeviceGetUuid"))?;
+            Ok(uuid.bytes.map(|b| b as u8))
+        })
+        .collect()
 }
 
 /// Whether `ctx`'s device can access device `peer_ordinal`'s memory directly (NVLink or PCIe

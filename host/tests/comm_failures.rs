@@ -5,7 +5,11 @@
 //! | `a_rank_that_leaves_fails_the_others_sim` / `_net` | a rank that drops its communicator: the others' collective is enqueued, `synchronize()` reports its failure within the timeout, then every call, `synchronize()` and `query()` are `Aborted` |
 //! | `a_failure_is_reported_by_the_next_call_or_query` | the same failure, found by the next call (rank 0) or by `query()` (rank 1) instead |
 //! | `abort_from_another_thread_sim` / `_net`          | `abort()` while the call waits for a peer that never joins: it returns at once, `synchronize()` and later calls fail |
+//! | `abort_on_one_rank_stops_the_others_at_once_sim` / `_net` | a rank that calls `abort()` while its peers wait in a collective for it: their calls fail within a second (the timeout is 20 s), naming that rank |
+//! | `a_failure_names_its_rank_channel_and_step_on_every_rank` | rank 1 calls all_reduce with another count: a rejected frame on one rank; every rank reports that failure (rank, channel, step, reason), none "aborted by another rank" |
 //! | `invalid_arguments_have_no_effect`                | bad roots, peers, buffer sizes, in-place all_to_all, count overflow: `InvalidArgument`, buffers untouched, the communicator still works |
+//! | `sends_to_self_are_refused_and_the_communicator_works` | a send or receive to self (alone or in a group): `InvalidArgument` at the call, nothing enqueued, a later exchange works |
+//! | `a_launch_of_too_many_warps_is_refused_and_the_communicator_works` | a group of 10 ranks x 256 channels whose warps cannot all be resident: `InvalidArgument` at the call, a later send/recv works |
 //! | `mismatched_configs_fail_init_on_every_rank`      | ranks with different channel counts (or buffer sizes): `InvalidArgument` on every rank |
 //!
 //! A corrupted frame (reported, never reduced) is covered at the primitives level
@@ -315,6 +319,87 @@ fn invalid_arguments_have_no_effect() {
     }
 }
 
+/// A send or receive to self is refused at the call (a group of them too, before any of the
+/// group is enqueued); the communicator then still exchanges data.
+#[test]
+fn sends_to_self_are_refused_and_the_communicator_works() {
+    let k = 2;
+    let outputs = run_sim(k, Config::sim(), |comm| {
+        let (d, o, me) = (DType::F32, Options::default(), comm.rank());
+        let other = 1 - me;
+        let buf = comm.alloc(N * 4)?;
+        let mut out = comm.alloc(N * 4)?;
+        assert_invalid(comm.send(&buf, N, d, me, o), "send to self");
+        assert_invalid(comm.recv(&mut out, N, d, me, o), "recv from self");
+        let mut g = comm.group();
+        g.send(&buf, N, d, other)?;
+        assert_invalid(g.recv(&mut out, N, d, me), "group recv from self");
+        drop(g);
+        let mut input = comm.alloc(N * 4)?;
+        input.copy_from_host(&f32_bytes(N, me))?;
+        let mut g = comm.group();
+        g.send(&input, N, d, other)?;
+        g.recv(&mut out, N, d, other)?;
+        g.launch(o)?;
+        comm.synchronize()?;
+        out.to_host()
+    })
+    .expect("the exchange after the refused calls");
+    for (r, out) in outputs.iter().enumerate() {
+        assert_eq!(*out, f32_bytes(N, 1 - r), "rank {r}");
+    }
+}
+
+/// 10 ranks with 256 channels: a group that sends to and receives from every peer needs
+/// 2 x 9 x 256 = 4608 warps, more than a launch may have resident at once; it is refused at the
+/// call with `InvalidArgument` (nothing enqueued, no rank waits for it), and a send/recv after
+/// it works.
+#[test]
+fn a_launch_of_too_many_warps_is_refused_and_the_communicator_works() {
+    let k = 10;
+    let config = Config {
+        channels: 256,
+        buffer_bytes: 8 * 1024,
+        timeout: Duration::from_secs(20),
+        ..Config::sim()
+    };
+    let outputs = run_sim(k, config, |comm| {
+        let (d, o, me) = (DType::F32, Options::default(), comm.rank());
+        let bufs = (0..k)
+            .map(|_| comm.alloc(64 * 4))
+            .collect::<zipcoll_host::Result<Vec<_>>>()?;
+        let mut outs = (0..k)
+            .map(|_| comm.alloc(64 * 4))
+            .collect::<zipcoll_host::Result<Vec<_>>>()?;
+        let mut g = comm.group();
+        for (q, (b, out)) in bufs.iter().zip(outs.iter_mut()).enumerate().filter(|(q, _)| *q != me) {
+            g.send(b, 64, d, q)?;
+            g.recv(out, 64, d, q)?;
+        }
+        let refused = g.launch(o);
+        let msg = match &refused {
+            Err(Error::InvalidArgument(m)) => m.clone(),
+            other => panic!("rank {me}: {other:?}"),
+        };
+        assert!(msg.contains("4608 warps"), "{msg}");
+        assert!(comm.query()?, "rank {me}: nothing was enqueued");
+        // rank 0 sends to rank 1 only
+        let mut input = comm.alloc(64 * 4)?;
+        input.copy_from_host(&f32_bytes(64, me))?;
+        let mut out = comm.alloc(64 * 4)?;
+        match me {
+            0 => comm.send(&input, 64, d, 1, o)?,
+            1 => comm.recv(&mut out, 64, d, 0, o)?,
+            _ => {}
+        }
+        comm.synchronize()?;
+        Ok((msg, out.to_host()?))
+    })
+    .expect("the send/recv after the refused group");
+    assert_eq!(outputs[1].1, f32_bytes(64, 0));
+    eprintln!("refused: {}", outputs[0].0);
+}
+
 fn oop<'a>(src: &'a DeviceBuffer, dst: &'a mut DeviceBuffer) -> Data<'a> {
     Data::OutOfPlace { src, dst }
 }
@@ -376,4 +461,128 @@ fn mismatched_configs_fail_init_on_every_rank() {
         let r = Communicator::init_with(&id, 0, 1, Backend::Sim, bad.clone()).map(|_| ());
         assert!(matches!(r, Err(Error::InvalidArgument(_))), "{bad:?}: {r:?}");
     }
+}
+
+/// NET's listener address: by default the interface that reaches the bootstrap root (here
+/// loopback, as the root is), and the communicator says which it picked and why.
+#[test]
+fn net_says_which_address_it_listens_on() {
+    let infos = run_sim(2, short(TransportKind::Net, Duration::from_secs(5)), |comm| {
+        Ok(comm.transport_info().to_string())
+    })
+    .unwrap();
+    for info in infos {
+        assert!(info.starts_with("Net; NET listens on 127.0.0.1:"), "{info}");
+        assert!(
+            info.contains("the interface that reaches the bootstrap root 127.0.0.1:"),
+            "{info}"
+        );
+        eprintln!("{info}");
+    }
+}
+
+/// Ranks 0 and 2 of 3 enter an all_reduce; rank 1 calls `abort()` instead, 300 ms later. The
+/// others' kernels stop at their next wait (SIM: they poll rank 0's abort word, which `abort()`
+/// raises; NET: rank 1's proxies send ABORT), long before the 20 s timeout, and their error
+/// names rank 1.
+fn abort_on_one_rank_stops_the_others(transport: TransportKind) {
+    let timeout = Duration::from_secs(20);
+    let results = run_sim(3, short(transport, timeout), |comm| {
+        if comm.rank() == 1 {
+            std::thread::sleep(Duration::from_millis(300));
+            comm.abort();
+            return Ok(None);
+        }
+        let mut buf = comm.alloc(COUNT * 4)?;
+        buf.copy_from_host(&f32_bytes(COUNT, comm.rank()))?;
+        let t = Instant::now();
+        let r = comm
+            .all_reduce(
+                Data::InPlace(&mut buf),
+                COUNT,
+                DType::F32,
+                ReduceOp::Sum,
+                Options::default(),
+            )
+            .and_then(|()| comm.synchronize());
+        Ok(Some((r, t.elapsed())))
+    })
+    .expect("every rank returns");
+    for (rank, r) in results.into_iter().enumerate().filter(|(r, _)| *r != 1) {
+        let (r, elapsed) = r.unwrap();
+        let e = r.expect_err("the peer aborted");
+        eprintln!("{transport:?} rank {rank}: {e} after {elapsed:?}");
+        assert!(
+            elapsed < Duration::from_secs(2),
+            "{transport:?} rank {rank}: after {elapsed:?}: {e}"
+        );
+        // SIM names rank 1 as the error's rank; NET may name a rank that relayed rank 1's
+        // ABORT first, with rank 1's reason in its own
+        let named = match (&e, transport) {
+            (Error::Remote { rank: 1, .. }, _) => true,
+            (Error::Remote { reason, .. }, TransportKind::Net) => reason.contains("rank 1"),
+            _ => false,
+        };
+        assert!(named, "{transport:?} rank {rank}: {e:?}");
+    }
+}
+
+#[test]
+fn abort_on_one_rank_stops_the_others_at_once_sim() {
+    abort_on_one_rank_stops_the_others(TransportKind::Sim);
+}
+
+#[test]
+fn abort_on_one_rank_stops_the_others_at_once_net() {
+    abort_on_one_rank_stops_the_others(TransportKind::Net);
+}
+
+/// Rank 1 calls all_reduce with half the elements of ranks 0 and 2: frames of another length
+/// arrive at ranks 1 and 2 (each from its ring predecessor), which reject them (or one is
+/// stopped by the other's failure first and reports that). Rank 0, whose
+/// kernel only sees the abort word, reports one of their failures with its rank, channel and
+/// step, not "aborted by another rank"; no rank reports an abort or a timeout, and all report
+/// long before the 20 s timeout.
+#[test]
+fn a_failure_names_its_rank_channel_and_step_on_every_rank() {
+    let timeout = Duration::from_secs(20);
+    let config = Config {
+        channels: 1,
+        ..short(TransportKind::Sim, timeout)
+    };
+    let results = run_sim(3, config, |comm| {
+        let n = if comm.rank() == 1 { COUNT / 2 } else { COUNT };
+        let mut buf = comm.alloc(COUNT * 4)?;
+        buf.copy_from_host(&f32_bytes(COUNT, comm.rank()))?;
+        let t = Instant::now();
+        let (d, op, o) = (DType::F32, ReduceOp::Sum, Options::default());
+        let r = comm
+            .all_reduce(Data::InPlace(&mut buf), n, d, op, o)
+            .and_then(|()| comm.synchronize());
+        Ok((r.map_err(|e| e.to_string()), t.elapsed()))
+    })
+    .expect("every rank returns");
+    let errors: Vec<String> = results
+        .iter()
+        .enumerate()
+        .map(|(rank, (r, elapsed))| {
+            let e = r.clone().expect_err("every rank fails");
+            eprintln!("rank {rank}: {e} after {elapsed:?}");
+            assert!(*elapsed < Duration::from_secs(5), "rank {rank}: after {elapsed:?}");
+            assert!(e.contains("failed on rank ") && e.contains("step "), "rank {rank}: {e}");
+            assert!(!e.contains("aborted") && !e.contains("timed out"), "rank {rank}: {e}");
+            e
+        })
+        .collect();
+    for e in &errors {
+        assert!(
+            e.contains("failed on rank 1,") || e.contains("failed on rank 2,"),
+            "{e}"
+        );
+    }
+    assert!(
+        errors[0] == errors[1] || errors[0] == errors[2],
+        "rank 0: {}",
+        errors[0]
+    );
 }

@@ -783,6 +783,39 @@ fn a_peer_that_dies_without_a_word_is_a_remote_error() {
     );
 }
 
+/// A peer that sends more frames than it has credit for (nobody here consumes them): the
+/// reader waits for the slot of step NSLOTS at most a timeout, then fails the transport with a
+/// protocol error that says so, instead of waiting forever.
+#[test]
+fn a_peer_that_sends_without_credit_fails_within_the_timeout() {
+    let timeout = Duration::from_secs(1);
+    let (rank, mut fake) = real_rank_and_fake_peer(21, timeout);
+    let body = raw_frame(2, 10);
+    let start = Instant::now();
+    for step in 0..=NSLOTS {
+        fake.write_all(&message(1, 0, step, body.len() as u32)).unwrap();
+        fake.write_all(&body).unwrap();
+    }
+    assert!(
+        eventually(timeout + Duration::from_secs(5), || rank.abort.load(Ordering::Acquire)
+            != 0),
+        "no failure {:?} after the frame without credit",
+        start.elapsed()
+    );
+    assert!(
+        start.elapsed() >= timeout,
+        "failed before the timeout: {:?}",
+        start.elapsed()
+    );
+    match rank.net.error() {
+        Some(Error::Remote { rank: 0, reason }) => {
+            assert!(reason.contains("without credit"), "{reason}");
+            eprintln!("after {:?}: {reason}", start.elapsed());
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn a_protocol_violation_fails_the_transport_and_says_why_to_the_peer() {
     let (rank, mut fake) = real_rank_and_fake_peer(20, Duration::from_secs(5));

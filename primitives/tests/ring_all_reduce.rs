@@ -78,7 +78,8 @@ fn corrupt_first_frame<E: Compression>(flip: usize) -> (Vec<Option<Failure>>, u6
             if w.lane_id() == 0 {
                 // SAFETY: the slot is this sender's until `post`; `flip` lies inside it.
                 let byte = unsafe { ch.send.slots.add(flip).read() };
-                slot.put_u8(flip, !byte).unwrap();
+                // SAFETY: only lane 0 writes, after the warp's sync: no other lane accesses it.
+                unsafe { slot.put_u8(flip, !byte) }.unwrap();
             }
             send.post(w);
         } else {

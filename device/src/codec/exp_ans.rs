@@ -142,7 +142,8 @@ impl SymbolCoder for ExpAns {
             unseen |= active && freq == 0;
             let freq = freq.max(1);
             let emit = active && x as u64 >= (freq as u64) << (32 - PROB_BITS);
-            append_u16(w, emit, x as u16, out, &mut cursor)?;
+            // SAFETY: the coder runs on every lane, converged, with the same arguments (`LaneOut::from_raw`'s contract for `out`), so `cursor` is uniform; nothing else writes `out`.
+            unsafe { append_u16(w, emit, x as u16, out, &mut cursor) }?;
             // every lane: cursor past this round's words, which are in stream order
             if emit {
                 x >>= WORD_BITS;
@@ -156,7 +157,8 @@ impl SymbolCoder for ExpAns {
             return Err(OutOfSpace { offset: states_at });
         }
         if coder {
-            out.put_u32(states_at + 4 * lane, x)?;
+            // SAFETY: lane `lane` writes state word `lane` only; the coder runs on every lane, converged, with the same arguments (`LaneOut::from_raw`'s contract for `out`).
+            unsafe { out.put_u32(states_at + 4 * lane, x) }?;
         }
         let words = (cursor - words_at) / 2;
         Ok(Coded {

@@ -11,8 +11,13 @@
 //!
 //! | header field | value                                   |
 //! |--------------|-----------------------------------------|
-//! | `params`     | `base` (low byte) \| `k << 8`, `1 <= k <= 8` |
+//! | `params`     | `base` (low byte) \| `k << 8`, `1 <= k <=` [`MAX_K`], `base + 2^k - 1 <= 2^symbol_bits` (`base = 0` for a window wider than the symbols) |
 //! | `params2`    | `E`                                     |
+//!
+//! Decoding is canonical for the layout: it rejects what the encoder never writes (a `k` above
+//! [`MAX_K`], a window past the symbols, a nonzero code past the last symbol, a code or an
+//! escape of a symbol wider than `symbol_bits`, an escaped symbol inside the window). It does not check that the window is
+//! the one [`choose_window`] would pick.
 //!
 //! Choosing the window ([`choose_window`], which the arbitration's prediction calls too, on a
 //! sample's histogram), without a sort or a full histogram: for symbols wider than 5 bits, one
@@ -228,8 +233,11 @@ impl SymbolCoder for ExpWindow {
             };
             // lane l: the code of symbol c + l; its group of 32 is group (c + l) / 32 of the frame
             let g = (c + lane - lane % GROUP) / GROUP;
-            put_bit_planes(w, code, k, k, g * GROUP < n, out, 4 * k as usize * g)?;
-            append_u8(w, valid && !in_window, s as u8, out, &mut cursor)?;
+            // SAFETY: the coder runs on every lane, converged, with the same arguments (`LaneOut::from_raw`'s contract for `out`), so `k`, `cursor` and each group's `g` are uniform;
+            // the groups' planes (before `esc_at`) and the escapes (from it) are disjoint.
+            unsafe { put_bit_planes(w, code, k, k, g * GROUP < n, out, 4 * k as usize * g) }?;
+            // SAFETY: as above.
+            unsafe { append_u8(w, valid && !in_window, s as u8, out, &mut cursor) }?;
             // every lane: the escapes so far end at `cursor`
             c += step;
         }
@@ -251,10 +259,13 @@ impl SymbolCoder for ExpWindow {
     ) -> Result<(), FrameError> {
         let base = (params & 0xFF) as u32;
         let k = (params >> 8) as u32;
-        if !(1..=8).contains(&k) || base >> symbol_bits.min(8) != 0 {
+        let symbols = 1u32 << symbol_bits.min(8);
+        let win = (1u32 << k.min(MAX_K)) - 1;
+        // the encoder's windows: `k <= MAX_K`, inside the symbols of `symbol_bits` bits, or
+        // from 0 when the window is wider than all of them
+        if !(1..=MAX_K).contains(&k) || base > symbols.saturating_sub(win) {
             return Err(corrupt(0, "bad window parameters"));
         }
-        let win = (1u32 << k) - 1;
         let esc_at = codes_bytes(n, k);
         let escapes = params2 as usize;
         if esc_at.checked_add(escapes) != Some(coded.len()) {
@@ -271,8 +282,9 @@ impl SymbolCoder for ExpWindow {
             let i = c + lane;
             let valid = i < n;
             let g = (c + lane - lane % GROUP) / GROUP;
-            // Inside `coded`: the codes' length was checked above.
-            let code = if valid {
+            // Inside `coded`: the codes' length was checked above. The codes past `n` in the
+            // last group are read too: the encoder writes them 0.
+            let code = if g * GROUP < n {
                 get_bit_planes(coded, 4 * k as usize * g, k, (lane % GROUP) as u32).unwrap_or(0)
             } else {
                 0
@@ -284,14 +296,27 @@ impl SymbolCoder for ExpWindow {
             if cursor + count > escapes {
                 return Err(corrupt(coded.len(), "more escape codes than escapes"));
             }
-            if valid {
-                let s = if esc {
-                    // Inside `coded`: cursor + rank < escapes, and the escapes end the section.
-                    let rank = (voters & lanes_below(w)).count_ones() as usize;
-                    coded.get(esc_at + cursor + rank).copied().unwrap_or(0)
+            let s = if esc {
+                // Inside `coded`: cursor + rank < escapes, and the escapes end the section.
+                let rank = (voters & lanes_below(w)).count_ones() as usize;
+                coded.get(esc_at + cursor + rank).copied().unwrap_or(0)
+            } else {
+                (base + code) as u8
+            };
+            // what the encoder never writes: a padding code, a code or an escape of a symbol of
+            // more than `symbol_bits` bits, an escaped symbol that has a code (in the window)
+            let padding = !valid && code != 0;
+            let wide = valid && s as u32 >= symbols;
+            let needless = wide || esc && (s as u32).wrapping_sub(base) < win;
+            if w.ballot(W::FULL, padding || needless) != 0 {
+                // every lane: the same error (a second vote only on this path)
+                return Err(if w.any(W::FULL, padding) {
+                    corrupt(4 * k as usize * (n / GROUP), "nonzero code past the last symbol")
                 } else {
-                    (base + code) as u8
-                };
+                    corrupt(esc_at + cursor, "an escape the encoder would have coded")
+                });
+            }
+            if valid {
                 put(i, s);
             }
             cursor += count;

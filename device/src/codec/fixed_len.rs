@@ -70,7 +70,8 @@ impl SymbolCoder for FixedLen {
         let mask = ((1u32 << symbol_bits.min(8)) - 1) as u8;
         // The header padding (at most 2 bytes), by lane 0 (in bounds: data_at <= out.len()).
         if lane == 0 && 2 * blocks < data_at {
-            let _ = out.put_u16(2 * blocks, 0);
+            // SAFETY: only lane 0 writes the padding; the coder runs on every lane, converged, with the same arguments (`LaneOut::from_raw`'s contract for `out`).
+            let _ = unsafe { out.put_u16(2 * blocks, 0) };
         }
         let mut words = 0usize;
         let mut c = 0;
@@ -94,7 +95,8 @@ impl SymbolCoder for FixedLen {
             // every lane of a group: its sub-block's base and width (0 for a group past the end)
             if active && lane.is_multiple_of(SUB) {
                 // In bounds: 2 * block + 2 <= data_at <= out.len().
-                let _ = out.put_u16(2 * block, base as u16 | (width as u16) << 8);
+                // SAFETY: only the first lane of `block`'s group writes its header; the coder runs on every lane, converged, with the same arguments (`LaneOut::from_raw`'s contract for `out`).
+                let _ = unsafe { out.put_u16(2 * block, base as u16 | (width as u16) << 8) };
             }
             let mut before = 0usize;
             let mut total = 0usize;
@@ -110,7 +112,9 @@ impl SymbolCoder for FixedLen {
             // lane l: `before` = words of the earlier groups of this step; every lane: their total
             let v = if valid { s as u32 - base } else { 0 };
             let at = data_at + 4 * (words + before);
-            put_bit_planes(w, v, width, max_width, active, out, at)?;
+            // SAFETY: the coder runs on every lane, converged, with the same arguments (`LaneOut::from_raw`'s contract for `out`); `width`, `at` and `active` are uniform per group, whose
+            // words (at `before`, their widths summed) are disjoint.
+            unsafe { put_bit_planes(w, v, width, max_width, active, out, at) }?;
             words += total;
             c += W::WIDTH as usize;
         }

@@ -127,7 +127,8 @@ fn put_raw_payload<W: Warp, T: Elem>(w: W, input: &[T::Bits], raw_bytes: usize, 
         let word = input_le_word::<T>(input, j).to_le_bytes();
         let len = (raw_bytes - j * 4).min(4);
         // In bounds: the caller checked `out` holds HEADER_BYTES + raw_bytes.
-        let _ = out.put(HEADER_BYTES + j * 4, &word[..len]);
+        // SAFETY: lane `l` writes words `l, l + WIDTH, ..` only; the frame coder runs on every lane, converged, with the same arguments (`LaneOut::from_raw`'s contract for `out`).
+        let _ = unsafe { out.put(HEADER_BYTES + j * 4, &word[..len]) };
         j += W::WIDTH as usize;
     }
 }
@@ -136,7 +137,8 @@ fn put_raw_payload<W: Warp, T: Elem>(w: W, input: &[T::Bits], raw_bytes: usize, 
 fn put_header<W: Warp>(w: W, header: &FrameHeader, out: LaneOut<'_>) {
     if w.lane_id() == 0 {
         // In bounds: every caller checked `out` holds a whole frame.
-        let _ = out.put(0, &header.to_bytes());
+        // SAFETY: only lane 0 writes the header; the frame coder runs on every lane, converged, with the same arguments (`LaneOut::from_raw`'s contract for `out`).
+        let _ = unsafe { out.put(0, &header.to_bytes()) };
     }
 }
 
@@ -200,7 +202,8 @@ pub fn encode_frame<W: Warp, T: Split, C: SymbolCoder>(
         let at = HEADER_BYTES + g * T::RAW_BITS as usize / 8;
         let lanes = (words - g).min(step) as u32;
         // In bounds: the plane is shorter than the data, and `out` holds the header and the data.
-        let _ = pack_fixed_prefix(w, raw, T::RAW_BITS, lanes, out, at);
+        // SAFETY: the frame coder runs on every lane, converged, with the same arguments (`LaneOut::from_raw`'s contract for `out`), so `at` and `lanes` are uniform; the groups' streams are disjoint.
+        let _ = unsafe { pack_fixed_prefix(w, raw, T::RAW_BITS, lanes, out, at) };
         g += step;
     }
     // out[32 .. 32 + plane_bytes]: the raw plane. The coded section must leave the payload
@@ -251,7 +254,9 @@ fn decode_split<W: Warp, T: Split, C: SymbolCoder>(
         let at = i * word_bytes;
         let len = (raw_bytes - at).min(word_bytes);
         // In bounds: `at + len <= raw_bytes <= out.len()` (checked by the caller).
-        let _ = out.put(at, &word[..len]);
+        // SAFETY: `put(i, _)` is called once per word `i`, on one lane (the `SymbolCoder`
+        // contract), and word `i` owns bytes `at .. at + len`; the frame coder runs on every lane, converged, with the same arguments (`LaneOut::from_raw`'s contract for `out`).
+        let _ = unsafe { out.put(at, &word[..len]) };
     };
     C::decode(w, words, T::SYMBOL_BITS, h.params, h.params2, coded, put)
 }
@@ -268,7 +273,8 @@ fn decode_raw<W: Warp>(w: W, h: &FrameHeader, payload: &[u8], out: LaneOut<'_>) 
     while at < payload.len() {
         let chunk = payload.get(at..(at + 4).min(payload.len())).unwrap_or(&[]);
         // In bounds: `payload.len() == raw_bytes <= out.len()` (checked by the caller).
-        let _ = out.put(at, chunk);
+        // SAFETY: lane `l` writes words `l, l + WIDTH, ..` only; the frame coder runs on every lane, converged, with the same arguments (`LaneOut::from_raw`'s contract for `out`).
+        let _ = unsafe { out.put(at, chunk) };
         at += W::WIDTH as usize * 4;
     }
     Ok(())

@@ -192,7 +192,8 @@ impl SymbolCoder for Huffman {
         let width = W::WIDTH as usize;
         let lane = w.lane_id() as usize;
         for j in (lane..table).step_by(width) {
-            out.put_u32(4 * j, table_word(&lens, nsym, j))?;
+            // SAFETY: lane `lane` writes table words `lane, lane + WIDTH, ..` only; the coder runs on every lane, converged, with the same arguments (`LaneOut::from_raw`'s contract for `out`).
+            unsafe { out.put_u32(4 * j, table_word(&lens, nsym, j)) }?;
         }
         // the substreams, lane s < 32 coding substream s (see the module docs)
         let below = lanes_below(w);
@@ -216,7 +217,9 @@ impl SymbolCoder for Huffman {
             if need {
                 let rest = len - free;
                 if free > 0 {
-                    out.put_u32(4 * at, cur << free | code >> rest)?;
+                    // SAFETY: word `at` was reserved for this lane's substream alone (the ballot
+                    // ranks above); the coder runs on every lane, converged, with the same arguments (`LaneOut::from_raw`'s contract for `out`).
+                    unsafe { out.put_u32(4 * at, cur << free | code >> rest) }?;
                 }
                 at = step_start + (loads & below).count_ones() as usize;
                 cur = low(code, rest);
@@ -225,14 +228,16 @@ impl SymbolCoder for Huffman {
                 cur = cur << len | code;
                 free -= len;
                 if free == 0 {
-                    out.put_u32(4 * at, cur)?;
+                    // SAFETY: as above, word `at` is this lane's.
+                    unsafe { out.put_u32(4 * at, cur) }?;
                 }
             }
             // lane s < 32: every earlier word of its substream written; the current one
             // (reserved at word `at`) holds `32 - free` bits, in `cur`
         }
         if free > 0 {
-            out.put_u32(4 * at, cur << free)?;
+            // SAFETY: as above, word `at` is this lane's.
+            unsafe { out.put_u32(4 * at, cur << free) }?;
         }
         Ok(Coded {
             len: 4 * base,

@@ -88,7 +88,9 @@ pub struct OutOfSpace {
 }
 
 /// A byte buffer that all lanes of a warp write into at once, each lane at its own offsets
-/// (a slice would give every lane a `&mut` to the same memory). Writes are bounds-checked.
+/// (a slice would give every lane a `&mut` to the same memory). Writes are bounds-checked and
+/// `unsafe`: only the caller knows that no other lane writes the same bytes at the same time
+/// (two lanes writing one byte concurrently is a data race), so safe code cannot misuse it.
 #[derive(Clone, Copy, Debug)]
 pub struct LaneOut<'a> {
     ptr: *mut u8,
@@ -109,7 +111,10 @@ impl<'a> LaneOut<'a> {
     ///
     /// # Safety
     /// `ptr` is valid for writes of `len` bytes for `'a`, and nothing else accesses them meanwhile
-    /// except through copies of this `LaneOut`.
+    /// except through copies of this `LaneOut`. Copies held by several lanes are used as one
+    /// warp's output: the lanes call this crate's coders ([`SymbolCoder::encode`],
+    /// [`encode_frame`], ..) with it converged and with the same arguments, which is what makes
+    /// their lanes' writes disjoint.
     pub unsafe fn from_raw(ptr: *mut u8, len: usize) -> Self {
         Self {
             ptr,
@@ -137,12 +142,18 @@ impl<'a> LaneOut<'a> {
         // SAFETY: in bounds of the buffer this one covers.
         Ok(unsafe { LaneOut::from_raw(self.ptr.add(offset), self.len - offset) })
     }
-    /// Writes `bytes` at `offset`. Lanes must write disjoint ranges.
+    /// Writes `bytes` at `offset`; past the end is `Err(OutOfSpace)` and writes nothing.
+    ///
+    /// # Safety
+    /// No other lane (or any other thread) reads or writes any byte of `offset .. offset +
+    /// bytes.len()` of this buffer concurrently: between two synchronizations of the warp, the
+    /// lanes' writes through copies of one `LaneOut` are to disjoint bytes, and nobody reads
+    /// the bytes written.
     #[inline(always)]
-    pub fn put(&self, offset: usize, bytes: &[u8]) -> Result<(), OutOfSpace> {
+    pub unsafe fn put(&self, offset: usize, bytes: &[u8]) -> Result<(), OutOfSpace> {
         match offset.checked_add(bytes.len()) {
             Some(end) if end <= self.len => {
-                // SAFETY: in bounds (checked); disjoint from other lanes' writes (the contract).
+                // SAFETY: in bounds (checked); no concurrent access to these bytes (the caller).
                 unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.add(offset), bytes.len()) };
                 Ok(())
             }
@@ -150,10 +161,13 @@ impl<'a> LaneOut<'a> {
         }
     }
     /// Writes one byte at `offset`.
+    ///
+    /// # Safety
+    /// As [`LaneOut::put`] for the byte at `offset`.
     #[inline(always)]
-    pub fn put_u8(&self, offset: usize, v: u8) -> Result<(), OutOfSpace> {
+    pub unsafe fn put_u8(&self, offset: usize, v: u8) -> Result<(), OutOfSpace> {
         if offset < self.len {
-            // SAFETY: in bounds (checked).
+            // SAFETY: in bounds (checked); no concurrent access to the byte (the caller).
             unsafe { self.ptr.add(offset).write(v) };
             Ok(())
         } else {
@@ -161,14 +175,22 @@ impl<'a> LaneOut<'a> {
         }
     }
     /// Writes `v` little-endian at `offset` (any alignment).
+    ///
+    /// # Safety
+    /// As [`LaneOut::put`] for the 2 bytes at `offset`.
     #[inline(always)]
-    pub fn put_u16(&self, offset: usize, v: u16) -> Result<(), OutOfSpace> {
-        self.put(offset, &v.to_le_bytes())
+    pub unsafe fn put_u16(&self, offset: usize, v: u16) -> Result<(), OutOfSpace> {
+        // SAFETY: the caller's promise for these bytes.
+        unsafe { self.put(offset, &v.to_le_bytes()) }
     }
     /// Writes `v` little-endian at `offset` (any alignment).
+    ///
+    /// # Safety
+    /// As [`LaneOut::put`] for the 4 bytes at `offset`.
     #[inline(always)]
-    pub fn put_u32(&self, offset: usize, v: u32) -> Result<(), OutOfSpace> {
-        self.put(offset, &v.to_le_bytes())
+    pub unsafe fn put_u32(&self, offset: usize, v: u32) -> Result<(), OutOfSpace> {
+        // SAFETY: the caller's promise for these bytes.
+        unsafe { self.put(offset, &v.to_le_bytes()) }
     }
 }
 

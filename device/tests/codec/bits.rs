@@ -107,10 +107,14 @@ fn append<const W: u32>() {
             let mut cursor = 3usize;
             for (r, lanes) in rounds.iter().enumerate() {
                 let (emit, word) = lanes[l];
-                match r % 3 {
-                    0 => append_words(w, emit, word, buf.out(), &mut cursor),
-                    1 => append_u16(w, emit, word as u16, buf.out(), &mut cursor),
-                    _ => append_u8(w, emit, word as u8, buf.out(), &mut cursor),
+                // SAFETY: every lane of the one warp calls them converged with the same cursor;
+                // nothing else writes the buffer.
+                unsafe {
+                    match r % 3 {
+                        0 => append_words(w, emit, word, buf.out(), &mut cursor),
+                        1 => append_u16(w, emit, word as u16, buf.out(), &mut cursor),
+                        _ => append_u8(w, emit, word as u8, buf.out(), &mut cursor),
+                    }
                 }
                 .unwrap();
             }
@@ -123,7 +127,9 @@ fn append<const W: u32>() {
     let buf = SharedBuf::new(4 * W as usize - 1, 0xEE);
     let got = one_warp::<W, _>(|w| {
         let mut cursor = 0usize;
-        let r = append_words(w, true, 1, buf.out(), &mut cursor);
+        // SAFETY: every lane of the one warp calls it converged with the same arguments; nothing else
+        // writes the buffer.
+        let r = unsafe { append_words(w, true, 1, buf.out(), &mut cursor) };
         (r, cursor)
     });
     assert_eq!(got, (Err(OutOfSpace { offset: 0 }), 0));
@@ -163,10 +169,12 @@ fn pack<const W: u32>() {
         let l = w.lane_id() as usize;
         let mut off = at;
         for (bits, lanes, v) in &cases {
+            // SAFETY: every lane of the one warp calls them converged with the same arguments;
+            // nothing else writes the buffer.
             if *lanes == W {
-                pack_fixed(w, v[l], *bits, buf.out(), off).unwrap();
+                unsafe { pack_fixed(w, v[l], *bits, buf.out(), off) }.unwrap();
             } else {
-                pack_fixed_prefix(w, v[l], *bits, *lanes, buf.out(), off).unwrap();
+                unsafe { pack_fixed_prefix(w, v[l], *bits, *lanes, buf.out(), off) }.unwrap();
             }
             off += packed_bytes(*lanes as usize, *bits);
         }
@@ -229,10 +237,13 @@ fn pack_bounds<const W: u32>() {
     for bits in [1u32, 7, 8, 11, 24, 32] {
         let need = packed_bytes(W as usize, bits);
         let buf = SharedBuf::new(need + 2, 0xEE);
-        let r = one_warp::<W, _>(|w| pack_fixed(w, 0xFFFF_FFFF, bits, buf.out(), 3));
+        // SAFETY: every lane of the one warp calls it converged with the same arguments; nothing else
+        // writes the buffer.
+        let r = one_warp::<W, _>(|w| unsafe { pack_fixed(w, 0xFFFF_FFFF, bits, buf.out(), 3) });
         assert_eq!(r, Err(OutOfSpace { offset: 3 }), "W={W} bits={bits}");
         assert!(buf.into_vec().iter().all(|b| *b == 0xEE));
-        let r = one_warp::<W, _>(|w| pack_fixed(w, 0, bits, SharedBuf::new(0, 0).out(), usize::MAX));
+        // SAFETY: as above.
+        let r = one_warp::<W, _>(|w| unsafe { pack_fixed(w, 0, bits, SharedBuf::new(0, 0).out(), usize::MAX) });
         assert!(r.is_err());
         let input = vec![0u8; need + 2];
         assert_eq!(one_warp::<W, _>(|w| unpack_fixed(w, bits, &input, 3)), None);
@@ -268,7 +279,9 @@ fn planes<const W: u32>() {
             let l = w.lane_id() as usize;
             let g = l / 32;
             let active = active_mask >> g & 1 != 0;
-            put_bit_planes(w, values[l], plane_counts[g], 5, active, buf.out(), offsets[g]).unwrap();
+            // SAFETY: every lane of the one warp calls it converged, the groups' arguments uniform
+            // within them and their words disjoint; nothing else writes the buffer.
+            unsafe { put_bit_planes(w, values[l], plane_counts[g], 5, active, buf.out(), offsets[g]) }.unwrap();
         });
         let bytes = buf.into_vec();
         for (g, (planes, at)) in plane_counts.iter().zip(offsets).enumerate().take(groups) {
@@ -288,7 +301,9 @@ fn planes<const W: u32>() {
     }
     // An active group that does not fit: every lane gets the error and nothing is written.
     let buf = SharedBuf::new(4 * 5 - 1, 0xEE);
-    let r = one_warp::<W, _>(|w| put_bit_planes(w, 0xFFFF_FFFF, 5, 5, true, buf.out(), 0));
+    // SAFETY: every lane of the one warp calls it converged with the same arguments; nothing else
+    // writes the buffer.
+    let r = one_warp::<W, _>(|w| unsafe { put_bit_planes(w, 0xFFFF_FFFF, 5, 5, true, buf.out(), 0) });
     assert_eq!(r, Err(OutOfSpace { offset: 0 }));
     assert!(buf.into_vec().iter().all(|b| *b == 0xEE));
     assert_eq!(get_bit_planes(&[0; 7], 0, 2, 0), None);

@@ -132,3 +132,135 @@ pub fn bound_and_roundtrip<C: SymbolCoder>() {
         }
     }
 }
+
+/// An ExpWindow coded section by hand: `codes` (one per symbol, padded with `pad` to whole
+/// groups of 32) as `k` bit planes per group, then `escapes`.
+fn exp_window_section(codes: &[u32], pad: u32, k: u32, escapes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for g in 0..codes.len().div_ceil(32) {
+        for b in 0..k {
+            let mut word = 0u32;
+            for i in 0..32 {
+                let code = codes.get(32 * g + i).copied().unwrap_or(pad);
+                word |= (code >> b & 1) << i;
+            }
+            out.extend_from_slice(&word.to_le_bytes());
+        }
+    }
+    out.extend_from_slice(escapes);
+    out
+}
+
+/// ExpWindow decodes only what its encoder writes: a section laid out exactly as the format
+/// says but with a `k` above `MAX_K`, a window past the symbols, a nonzero padding code, an
+/// escaped symbol that has a code, or one wider than the symbols is `Corrupt` on every lane
+/// (32 and 64), never a second encoding of the same symbols; the same layout within the
+/// encoder's rules decodes.
+#[test]
+fn exp_window_rejects_what_the_encoder_never_writes() {
+    use zipcoll_device::codec::exp_window::MAX_K;
+    use zipcoll_device::codec::{CodecId, ExpWindow};
+    // (what, symbol bits, symbols, k, base, codes, padding code, escapes, decodes)
+    type Crafted = (&'static str, u32, usize, u32, u32, Vec<u32>, u32, Vec<u8>, bool);
+    let n = 40;
+    // symbols 10 + (i % 3), and symbol 3 (escaped) at 7
+    let mut codes: Vec<u32> = (0..n).map(|i| (i % 3) as u32).collect();
+    codes[7] = 3;
+    let cases: Vec<Crafted> = vec![
+        ("within the rules", 5, n, 2, 10, codes.clone(), 0, vec![3], true),
+        (
+            "k above MAX_K",
+            5,
+            n,
+            MAX_K + 1,
+            0,
+            (0..n as u32).map(|i| i % 31).collect(),
+            0,
+            vec![],
+            false,
+        ),
+        ("k of 200", 5, n, 200, 0, vec![0; n], 0, vec![], false),
+        ("window past the symbols", 5, n, 2, 30, vec![0; n], 0, vec![], false),
+        ("nonzero padding code", 5, n, 2, 10, codes.clone(), 1, vec![3], false),
+        (
+            "escape inside the window",
+            5,
+            n,
+            2,
+            10,
+            codes.clone(),
+            0,
+            vec![11],
+            false,
+        ),
+        (
+            "escape wider than the symbols",
+            5,
+            n,
+            2,
+            10,
+            codes.clone(),
+            0,
+            vec![40],
+            false,
+        ),
+        (
+            "1-bit symbols, a window wider",
+            1,
+            n,
+            2,
+            0,
+            (0..n as u32).map(|i| i % 2).collect(),
+            0,
+            vec![],
+            true,
+        ),
+        (
+            "1-bit symbols, a code of 2",
+            1,
+            n,
+            2,
+            0,
+            (0..n as u32).map(|i| i % 3).collect(),
+            0,
+            vec![],
+            false,
+        ),
+        ("1-bit symbols, window from 1", 1, n, 2, 1, vec![0; n], 0, vec![], false),
+    ];
+    let items: Vec<(Crafted, Vec<u8>)> = cases
+        .into_iter()
+        .map(|c| {
+            let bytes = exp_window_section(&c.5, c.6, c.3.min(8), &c.7);
+            (c, bytes)
+        })
+        .collect();
+    let decode = |w: zipcoll_targets::sim::SimWarp<32>, (c, bytes): &(Crafted, Vec<u8>)| {
+        let params = (c.4 as u16) | ((c.3 as u16) << 8);
+        ExpWindow::decode(w, c.2, c.1, params, c.7.len() as u32, bytes, |_, _| {})
+    };
+    let decode64 = |w: zipcoll_targets::sim::SimWarp<64>, (c, bytes): &(Crafted, Vec<u8>)| {
+        let params = (c.4 as u16) | ((c.3 as u16) << 8);
+        ExpWindow::decode(w, c.2, c.1, params, c.7.len() as u32, bytes, |_, _| {})
+    };
+    let r32 = per_warp::<32, _, _>(&items, decode);
+    let r64 = per_warp::<64, _, _>(&items, decode64);
+    for ((c, _), (a, b)) in items.iter().zip(r32.iter().zip(&r64)) {
+        assert_eq!(a, b, "{}: 32 and 64 lanes disagree", c.0);
+        if c.8 {
+            assert_eq!(*a, Ok(()), "{}", c.0);
+        } else {
+            assert!(
+                matches!(
+                    a,
+                    Err(FrameError::Corrupt {
+                        codec: CodecId::ExpWindow,
+                        ..
+                    })
+                ),
+                "{}: {a:?}",
+                c.0
+            );
+        }
+    }
+}

@@ -1,7 +1,10 @@
 //! Damaged and hostile frames: every header bit flipped, payload bits flipped, every
 //! truncation, random changes with a resealed header, and crafted headers (version, dtype,
 //! lengths). Decoding must return `Err`, or `Ok` with exactly the original data; it must never
-//! panic, read outside the frame (slices would panic) or write outside the output (guard bytes).
+//! panic or write outside the output (guard bytes after it). Reads outside the frame cannot be
+//! seen here: the decoders get the frame as a slice and read it through `get` (out of range is
+//! `None`, never a panic), so `decoders_read_their_input_only_through_slices` checks the
+//! sources for the raw reads that could leave it.
 
 use crate::data::normal_elems;
 use crate::harness::{decode_all, encode_all, Encoder, Ty};
@@ -262,4 +265,71 @@ fn wrong_dtype_every_pair() {
     expect::<F32>(&frame);
     expect::<F8E4M3>(&frame);
     expect::<F8E5M2>(&frame);
+}
+
+/// What `frame::checksum` guarantees and what it does not: every single-bit change of a frame
+/// changes it (here every bit of 4 random frames), but a swap of two different words can leave
+/// it unchanged: two such words are found by a birthday search (the swap is undetected when
+/// `term(a, 0) - term(a, 1) == term(b, 0) - term(b, 1)`).
+#[test]
+fn checksum_detects_one_word_changes_but_not_every_swap() {
+    use zipcoll_device::frame::checksum_term;
+    let mut rng = Rng(17);
+    for len in [1usize, 5, 64, 101] {
+        let bytes: Vec<u8> = (0..len).map(|_| rng.next_u32() as u8).collect();
+        let c = checksum(&bytes);
+        for bit in 0..8 * len {
+            let mut b = bytes.clone();
+            b[bit / 8] ^= 1 << (bit % 8);
+            assert_ne!(checksum(&b), c, "len {len}: bit {bit} flipped, checksum unchanged");
+        }
+    }
+    let diff = |w: u32| checksum_term(w, 0).wrapping_sub(checksum_term(w, 1));
+    let mut seen = std::collections::HashMap::new();
+    let (a, b) = (0u32..1 << 22)
+        .find_map(|w| seen.insert(diff(w), w).map(|v| (v, w)))
+        .expect("a colliding pair among 2^22 words");
+    assert_ne!(a, b);
+    let ab: Vec<u8> = [a, b].iter().flat_map(|w| w.to_le_bytes()).collect();
+    let ba: Vec<u8> = [b, a].iter().flat_map(|w| w.to_le_bytes()).collect();
+    assert_ne!(ab, ba);
+    assert_eq!(checksum(&ab), checksum(&ba), "words {a:#x} and {b:#x} swapped");
+}
+
+/// The decoders' input is read only through safe slice accesses: in the codec, frame and bit
+/// sources there is no `get_unchecked`, no `from_raw_parts`, and no raw-pointer read except of
+/// the output buffer (`out.ptr`, read back after the warp wrote it).
+#[test]
+fn decoders_read_their_input_only_through_slices() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = vec![src.join("bits.rs"), src.join("frame.rs")];
+    let mut dirs = vec![src.join("codec")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                files.push(p);
+            }
+        }
+    }
+    assert!(files.len() > 8, "{files:?}");
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for raw in ["get_unchecked", "from_raw_parts", "read_unaligned", "read_volatile"] {
+                assert!(!code.contains(raw), "{}:{}: {raw}: {line}", f.display(), i + 1);
+            }
+            if code.contains(".read()") {
+                assert!(
+                    code.contains("out.ptr"),
+                    "{}:{}: a raw read: {line}",
+                    f.display(),
+                    i + 1
+                );
+            }
+        }
+    }
 }

@@ -940,7 +940,12 @@ fn encode_fail(reason: &str) -> Vec<u8> {
 
 fn read_reply(stream: &TcpStream) -> Result<Reply, WireError> {
     let (tag, payload) = read_frame(stream, MAX_REPLY_LEN)?;
-    let mut decoder = Decoder(&payload);
+    parse_reply(tag, &payload)
+}
+
+/// The root's reply of `tag` with `payload`.
+fn parse_reply(tag: u32, payload: &[u8]) -> Result<Reply, WireError> {
+    let mut decoder = Decoder(payload);
     let reply = match tag {
         TAG_TABLE => {
             let count = decoder.u32("table length")?;
@@ -979,6 +984,37 @@ fn recv_blob(stream: &TcpStream, expected: usize) -> Result<Vec<u8>, WireError> 
     }
     payload.drain(..4);
     Ok(payload)
+}
+
+/// The bootstrap's message parsers on arbitrary bytes, for the fuzz targets (`fuzz/`); not an
+/// API. Each returns whether the message parsed, and panics only on a bug (a parsed message
+/// that does not encode back to its bytes).
+#[doc(hidden)]
+pub mod fuzzing {
+    use super::*;
+
+    /// A message of `tag` with `payload`, as its reader parses it: a `HELLO` (the root), a
+    /// `TABLE` or `FAIL` (a rank), a `BLOB` (a ring neighbour).
+    pub fn parse_message(tag: u32, payload: &[u8]) -> bool {
+        match tag {
+            TAG_HELLO => match Hello::decode(payload) {
+                Ok(h) => {
+                    assert_eq!(h.encode(), payload, "a HELLO that does not encode back");
+                    true
+                }
+                Err(_) => false,
+            },
+            TAG_BLOB => payload.len() >= 4,
+            _ => match parse_reply(tag, payload) {
+                Ok(Reply::Table(t)) => {
+                    assert_eq!(encode_table(&t), payload, "a TABLE that does not encode back");
+                    true
+                }
+                Ok(Reply::Fail(_)) => true,
+                Err(_) => false,
+            },
+        }
+    }
 }
 
 fn put_addr(out: &mut Vec<u8>, addr: &SocketAddr) {

@@ -22,8 +22,9 @@ use super::config::{Config, TransportKind};
 use super::cuda_mem::CudaBuffer;
 use super::exec_cuda::{self, Slot};
 use super::exec_sim;
-use super::fabric::{Fabric, FifoLayout};
+use super::fabric::{Control, Fabric, FifoLayout, CONTROL_BYTES};
 use super::inflight::InFlight;
+use super::inflight::CALL_NAMES;
 use super::plan::Plan;
 use super::{Bootstrap, UniqueId};
 use crate::backend::Backend;
@@ -39,6 +40,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use zipcoll_device::dtype::DType;
 use zipcoll_device::reduce::ReduceOp;
+use zipcoll_primitives::conn::{Failure, STATUS_WORDS};
 
 /// A rank's connections and the memory behind them.
 pub(crate) struct Links {
@@ -48,14 +50,21 @@ pub(crate) struct Links {
     engine: Engine,
     /// The NET proxies (dropped, their threads joined, before the memory they use).
     net: Option<NetTransport>,
-    /// Keeps the FIFOs, staging buffers and peer mappings alive as long as the fabric points
-    /// at them.
+    /// Keeps the FIFOs, staging buffers and SIM peers' regions alive as long as the fabric
+    /// points at them.
     _mem: Vec<Keep>,
+    /// P2P: the peers' regions, mapped by IPC (closed in `drop` between two barriers, before
+    /// this rank's own region, which the peers map, is freed).
+    mapped: Vec<Keep>,
     magic: u64,
     /// The calls enqueued and not yet checked; its lock orders the calls.
     calls: Mutex<InFlight<Slot>>,
+    /// Rank 0's control block (SIM, P2P), whose abort word the kernels poll.
+    control: Option<ControlRef>,
     /// How long dropping waits for calls in flight before it raises the abort word.
     timeout: Duration,
+    /// How the transport was chosen and set up ([`Links::describe`]).
+    description: String,
     _bootstrap: Bootstrap,
 }
 
@@ -69,6 +78,61 @@ pub(crate) enum Engine {
         /// The abort word (4 bytes), mapped into the device.
         abort: PinnedHost,
     },
+}
+
+/// Rank 0's control block ([`Control`]) as this rank reaches it.
+enum ControlRef {
+    /// SIM: host memory (rank 0's region, held).
+    Host {
+        words: *const AtomicU32,
+        _region: Arc<SimEndpoint>,
+    },
+    /// P2P: the abort word in device memory (rank 0's region, mapped), written on a stream of
+    /// its own (the device's is busy with the kernels it stops).
+    Device {
+        abort: u64,
+        stream: Arc<cudarc::driver::CudaStream>,
+    },
+}
+
+// SAFETY: the words are only accessed atomically, in memory held by the value (`_region`) or
+// by the `Links` it is part of (the mapping).
+unsafe impl Send for ControlRef {}
+// SAFETY: as above.
+unsafe impl Sync for ControlRef {}
+
+impl ControlRef {
+    /// Word `i` of a host control block.
+    fn word(&self, i: usize) -> Option<&AtomicU32> {
+        match self {
+            // SAFETY: the block holds `CONTROL_BYTES / 4` aligned words, alive as long as `self`
+            // (`_region`) and only accessed atomically.
+            ControlRef::Host { words, .. } if i < CONTROL_BYTES / 4 => Some(unsafe { &*words.add(i) }),
+            _ => None,
+        }
+    }
+}
+
+/// The first failure of a communicator, on whichever rank it happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Cause {
+    pub rank: usize,
+    pub kind: CauseKind,
+}
+
+/// What failed first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CauseKind {
+    /// Channel (warp) `channel` of call `name` failed with `failure`.
+    Warp {
+        name: &'static str,
+        channel: usize,
+        failure: Failure,
+    },
+    /// The rank's caller called `abort()`.
+    Caller,
+    /// The rank's launch failed.
+    Run,
 }
 
 /// Host memory holding (at least the sampled ranges of) a call's input.
@@ -108,14 +172,127 @@ fn fingerprint(backend: Backend, config: &Config) -> Vec<u8> {
     .into_bytes()
 }
 
-/// This process and device, for the topology: `host pid ordinal`.
-fn locality(backend: Backend) -> Vec<u8> {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let ordinal = match backend {
-        Backend::Cuda { ordinal } | Backend::Hip { ordinal } => ordinal as i64,
-        _ => -1,
-    };
-    format!("{} {} {ordinal}", host.trim(), std::process::id()).into_bytes()
+/// Where a rank runs, for the topology: its host, its process and its GPU by UUID (the
+/// ordinal means nothing to another process: with one visible GPU per process every rank
+/// calls its GPU device 0). As bytes for the allgather: `host pid uuid` (`-` without a GPU).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Place {
+    host: String,
+    pid: u32,
+    gpu: Option<[u8; 16]>,
+}
+
+impl Place {
+    fn here(gpu: Option<&CudaGpu>) -> Result<Place> {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let gpu = match gpu {
+            Some(g) => Some(
+                g.context()
+                    .uuid()
+                    .map_err(crate::cuda::cuda_error("cuDeviceGetUuid"))?
+                    .bytes
+                    .map(|b| b as u8),
+            ),
+            None => None,
+        };
+        Ok(Place {
+            host: host.trim().to_string(),
+            pid: std::process::id(),
+            gpu,
+        })
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        let gpu = self
+            .gpu
+            .map_or("-".to_string(), |u| u.iter().map(|b| format!("{b:02x}")).collect());
+        format!("{} {} {gpu}", self.host, self.pid).into_bytes()
+    }
+
+    fn parse(rank: usize, bytes: &[u8]) -> Result<Place> {
+        let bad = || Error::Remote {
+            rank,
+            reason: format!("sent an unreadable place {:?}", String::from_utf8_lossy(bytes)),
+        };
+        let text = std::str::from_utf8(bytes).map_err(|_| bad())?;
+        let fields: Vec<&str> = text.split(' ').collect();
+        let [host, pid, gpu] = fields[..] else {
+            return Err(bad());
+        };
+        let gpu = match gpu {
+            "-" => None,
+            hex if hex.len() == 32 => {
+                let mut u = [0u8; 16];
+                for (i, b) in u.iter_mut().enumerate() {
+                    *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2).ok_or_else(bad)?, 16).map_err(|_| bad())?;
+                }
+                Some(u)
+            }
+            _ => return Err(bad()),
+        };
+        Ok(Place {
+            host: host.to_string(),
+            pid: pid.parse().map_err(|_| bad())?,
+            gpu,
+        })
+    }
+}
+
+/// How this rank can reach a peer's GPU, as far as it can tell before trying.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PeerGpu {
+    /// Another host (or no GPU): only NET.
+    Unreachable,
+    /// The GPU this rank runs on (another process on it maps its memory by IPC).
+    Same,
+    /// Another GPU this process sees: whether the driver says it can access it directly.
+    Visible { can_access: bool },
+    /// A GPU of this host that this process does not see (`CUDA_VISIBLE_DEVICES`): IPC works
+    /// with such GPUs when they are peers, which only trying tells.
+    Hidden,
+}
+
+/// This rank's view of every peer's GPU (its own entry is `Same`): by UUID, never by ordinal.
+/// `can_access(ordinal)` asks the driver about a GPU this process sees.
+fn peer_gpus(
+    rank: usize,
+    places: &[Place],
+    visible: &[[u8; 16]],
+    can_access: impl Fn(usize) -> Result<bool>,
+) -> Result<Vec<PeerGpu>> {
+    let me = &places[rank];
+    places
+        .iter()
+        .map(|p| {
+            Ok(match (me.gpu, p.gpu) {
+                _ if p.host != me.host => PeerGpu::Unreachable,
+                (Some(mine), Some(theirs)) if mine == theirs => PeerGpu::Same,
+                (Some(_), Some(theirs)) => match visible.iter().position(|u| *u == theirs) {
+                    Some(ordinal) => PeerGpu::Visible {
+                        can_access: can_access(ordinal)?,
+                    },
+                    None => PeerGpu::Hidden,
+                },
+                _ => PeerGpu::Unreachable,
+            })
+        })
+        .collect()
+}
+
+/// Whether P2P is worth trying from this rank's view: no peer is known to be out of reach.
+fn p2p_worth_trying(views: &[PeerGpu]) -> bool {
+    views.iter().all(|v| {
+        matches!(
+            v,
+            PeerGpu::Same | PeerGpu::Hidden | PeerGpu::Visible { can_access: true }
+        )
+    })
+}
+
+/// The common decision from every rank's vote (`[1]`: yes): yes only if all say yes, so every
+/// rank decides the same.
+fn unanimous(votes: &[Vec<u8>]) -> bool {
+    votes.iter().all(|v| v.as_slice() == [1])
 }
 
 /// Connects rank `b.rank()` (see the module table).
@@ -128,15 +305,6 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
             String::from_utf8_lossy(&prints[0])
         )));
     }
-    let places = b.allgather(&locality(backend))?;
-    let pid_of = |p: &[u8]| {
-        String::from_utf8_lossy(p)
-            .split(' ')
-            .take(2)
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let same_process = places.iter().all(|p| pid_of(p) == pid_of(&places[0]));
     let (rank, nranks, parts) = (b.rank(), b.nranks(), config.channels);
     let slot = config.slot_bytes();
     let layout = FifoLayout {
@@ -153,13 +321,35 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
             })
         }
     };
-    let kind = match (config.transport, &gpu) {
+    let places = b
+        .allgather(&Place::here(gpu.as_deref())?.to_bytes())?
+        .iter()
+        .enumerate()
+        .map(|(q, p)| Place::parse(q, p))
+        .collect::<Result<Vec<_>>>()?;
+    let same_process = places
+        .iter()
+        .all(|p| (&p.host, p.pid) == (&places[0].host, places[0].pid));
+    // Auto on GPUs tries P2P when no rank knows of a peer it cannot reach (every rank votes, so
+    // all decide alike), and falls back to NET if any rank then fails to map a peer's FIFOs
+    // what the transport choice was based on, for `Links::describe`
+    let mut notes: Vec<String> = Vec::new();
+    let mut kind = match (config.transport, &gpu) {
         (TransportKind::Auto, None) if same_process => TransportKind::Sim,
         (TransportKind::Auto, None) => TransportKind::Net,
         (TransportKind::Auto, Some(gpu)) => {
-            if peers_reachable(gpu, rank, &places)? {
+            let visible = crate::cuda_mem::visible_uuids()?;
+            let views = peer_gpus(rank, &places, &visible, |o| {
+                crate::cuda_mem::can_access_peer(gpu.context(), o)
+            })?;
+            let votes = b.allgather(&[p2p_worth_trying(&views) as u8])?;
+            if unanimous(&votes) {
                 TransportKind::P2p
             } else {
+                let q = votes.iter().position(|v| v.as_slice() != [1]).unwrap_or(rank);
+                notes.push(format!(
+                    "Auto chose NET: rank {q} has a peer on another host or a GPU without peer access"
+                ));
                 TransportKind::Net
             }
         }
@@ -211,6 +401,29 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
     let magic = id.magic();
     let index = |q: usize, p: usize| q * parts + p;
     let mut net = None;
+    let mut control = None;
+    let mut mapped = Vec::new();
+    if let (TransportKind::P2p, Some(gpu)) = (kind, &gpu) {
+        match connect_p2p(&b, gpu, layout, parts, &mut fabric)? {
+            Ok((maps, own)) => {
+                mapped = maps;
+                mem.push(own);
+                let stream = gpu
+                    .context()
+                    .new_stream()
+                    .map_err(crate::cuda::cuda_error("cuStreamCreate"))?;
+                control = Some(ControlRef::Device {
+                    abort: fabric.abort as u64,
+                    stream,
+                });
+            }
+            Err(why) if config.transport == TransportKind::Auto => {
+                notes.push(format!("Auto fell back from P2P to NET: {why}"));
+                kind = TransportKind::Net;
+            }
+            Err(why) => return Err(why),
+        }
+    }
     match (kind, &gpu) {
         (TransportKind::Sim, None) => {
             if !same_process {
@@ -234,32 +447,16 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
                     .send
                     .extend((0..parts).map(|p| layout.desc(peer_base, index(rank, p))));
             }
+            // every rank's kernels poll the abort word of rank 0's control block
+            let words = layout.control(peers[0].region.ptr() as u64) as *const AtomicU32;
+            fabric.abort = words.cast::<u32>().cast_mut();
+            control = Some(ControlRef::Host {
+                words,
+                _region: Arc::clone(&peers[0]),
+            });
             mem.extend(peers.into_iter().map(|p| Box::new(p) as Keep));
         }
-        (TransportKind::P2p, Some(gpu)) => {
-            let own = DeviceAlloc::zeroed(gpu.context(), layout.bytes())?;
-            let handles = b.allgather(&own.ipc_handle()?)?;
-            fabric.recv = (0..layout.n).map(|i| layout.desc(own.ptr(), i)).collect();
-            for (q, handle) in handles.iter().enumerate() {
-                let base = if q == rank {
-                    own.ptr()
-                } else {
-                    let h: [u8; 64] = handle.as_slice().try_into().map_err(|_| Error::Remote {
-                        rank: q,
-                        reason: format!("sent an IPC handle of {} bytes", handle.len()),
-                    })?;
-                    let m = IpcMapping::open(gpu.context(), &h)?;
-                    let base = m.ptr();
-                    mem.push(Box::new(m) as Keep);
-                    base
-                };
-                for p in 0..parts {
-                    fabric.send.push(layout.desc(base, index(rank, p)));
-                }
-            }
-            mem.push(Box::new(own) as Keep);
-            b.barrier()?;
-        }
+        (TransportKind::P2p, Some(_)) => b.barrier()?,
         (TransportKind::Net, _) => {
             // (host address, kernel address) of the send and the receive region
             let (send, recv) = match &gpu {
@@ -280,7 +477,17 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
                 }
             };
             let abort_host = engine.abort_word() as *const AtomicU32;
-            net = Some(connect_net(&b, config, magic, layout, send.0, recv.0, abort_host)?);
+            net = Some(connect_net(
+                &b,
+                config,
+                id.addr(),
+                &mut notes,
+                magic,
+                layout,
+                send.0,
+                recv.0,
+                abort_host,
+            )?);
             fabric.recv = (0..layout.n).map(|i| layout.desc(recv.1, i)).collect();
             fabric.send = (0..layout.n).map(|i| layout.desc(send.1, i)).collect();
             for p in 0..parts {
@@ -294,6 +501,17 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
             )))
         }
     }
+    // every rank must have chosen the same transport (each pair of ranks uses it)
+    let chosen = b.allgather(format!("{kind:?}").as_bytes())?;
+    if let Some(q) = chosen.iter().position(|c| c != &chosen[rank]) {
+        return Err(Error::Remote {
+            rank: q,
+            reason: format!(
+                "chose transport {} where rank {rank} chose {kind:?}",
+                String::from_utf8_lossy(&chosen[q])
+            ),
+        });
+    }
     Ok(Links {
         kind,
         backend,
@@ -301,35 +519,105 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
         engine,
         net,
         _mem: mem,
+        mapped,
         magic,
         calls: Mutex::new(InFlight::new(slots)),
+        control,
         timeout: config.timeout,
+        description: std::iter::once(format!("{kind:?}"))
+            .chain(notes)
+            .collect::<Vec<_>>()
+            .join("; "),
         _bootstrap: b,
     })
 }
 
-/// Whether every peer is a GPU of this host that this GPU can access directly.
-fn peers_reachable(gpu: &CudaGpu, rank: usize, places: &[Vec<u8>]) -> Result<bool> {
-    let mine = String::from_utf8_lossy(&places[rank]).to_string();
-    let host = mine.split(' ').next().unwrap_or_default().to_string();
-    for p in places.iter().enumerate().filter(|(q, _)| *q != rank).map(|(_, p)| p) {
-        let p = String::from_utf8_lossy(p);
-        let fields: Vec<&str> = p.split(' ').collect();
-        let ordinal: i64 = fields.get(2).and_then(|o| o.parse().ok()).unwrap_or(-1);
-        if fields.first() != Some(&host.as_str()) || ordinal < 0 {
-            return Ok(false);
-        }
-        if !crate::cuda_mem::can_access_peer(gpu.context(), ordinal as usize)? {
-            return Ok(false);
-        }
+/// P2P's FIFOs: this rank's receive region in device memory, exported by IPC, and every
+/// peer's mapped (their FIFO from this rank is this rank's send FIFO); the kernels' abort word
+/// becomes the one in rank 0's control block, mapped by every rank. Every rank then says
+/// whether all its mappings worked: `Ok(Ok(memory to keep))` when all ranks' did, with the
+/// fabric's FIFOs set; `Ok(Err(the first failure))` on every rank when one rank's did not
+/// (nothing kept, so that NET can replace it); `Err` when the bootstrap failed. The memory:
+/// the mappings, then this rank's region.
+fn connect_p2p(
+    b: &Bootstrap,
+    gpu: &CudaGpu,
+    layout: FifoLayout,
+    parts: usize,
+    fabric: &mut Fabric,
+) -> Result<Result<(Vec<Keep>, Keep)>> {
+    let rank = b.rank();
+    let own = DeviceAlloc::zeroed(gpu.context(), layout.bytes())?;
+    let handles = b.allgather(&own.ipc_handle()?)?;
+    let mut keep: Vec<Keep> = Vec::new();
+    let mut send = Vec::new();
+    let mut bases = Vec::new();
+    let mut failed = None;
+    for (q, handle) in handles.iter().enumerate() {
+        let base = if q == rank {
+            own.ptr()
+        } else {
+            let opened = <[u8; 64]>::try_from(handle.as_slice())
+                .map_err(|_| format!("rank {q} sent an IPC handle of {} bytes", handle.len()))
+                .and_then(|h| IpcMapping::open(gpu.context(), &h).map_err(|e| e.to_string()));
+            match opened {
+                Ok(m) => {
+                    let base = m.ptr();
+                    keep.push(Box::new(m) as Keep);
+                    base
+                }
+                Err(why) => {
+                    failed.get_or_insert(format!("rank {rank} cannot map rank {q}'s FIFOs: {why}"));
+                    0
+                }
+            }
+        };
+        send.extend((0..parts).map(|p| layout.desc(base, rank * parts + p)));
+        bases.push(base);
     }
-    Ok(true)
+    let outcomes = b.allgather(failed.as_deref().unwrap_or("").as_bytes())?;
+    if let Some((q, why)) = outcomes.iter().enumerate().find(|(_, o)| !o.is_empty()) {
+        // every rank closes its mappings before any frees the region they map
+        drop(keep);
+        b.barrier()?;
+        drop(own);
+        return Ok(Err(Error::Remote {
+            rank: q,
+            reason: String::from_utf8_lossy(why).into_owned(),
+        }));
+    }
+    fabric.recv = (0..layout.n).map(|i| layout.desc(own.ptr(), i)).collect();
+    fabric.send = send;
+    // every rank's kernels poll the abort word of rank 0's control block
+    fabric.abort = layout.control(bases[0]) as *mut u32;
+    Ok(Ok((keep, Box::new(own) as Keep)))
+}
+
+/// The address of this host's interface that the route to `root` leaves by (NCCL's choice of
+/// the bootstrap's interface): NET's default listener address, which peers on other hosts
+/// reach as the root is reached. A UDP socket connected to `root` sends nothing.
+fn route_to(root: SocketAddr) -> Result<IpAddr> {
+    let io = |what: &str| {
+        let what = format!("{what} (finding the interface to the bootstrap root {root}; set ZIPCOLL_NET_IP)");
+        move |source| Error::Io { what, source }
+    };
+    let any: IpAddr = if root.is_ipv4() {
+        IpAddr::from([0, 0, 0, 0])
+    } else {
+        IpAddr::from([0u16; 8])
+    };
+    let probe = std::net::UdpSocket::bind((any, 0)).map_err(io("binding a UDP probe"))?;
+    probe.connect(root).map_err(io("routing a UDP probe"))?;
+    Ok(probe.local_addr().map_err(io("the UDP probe's address"))?.ip())
 }
 
 /// The NET transport between this rank's local regions and every peer's.
+#[allow(clippy::too_many_arguments)]
 fn connect_net(
     b: &Bootstrap,
     config: &Config,
+    root: SocketAddr,
+    notes: &mut Vec<String>,
     magic: u64,
     layout: FifoLayout,
     send_host: u64,
@@ -337,13 +625,19 @@ fn connect_net(
     abort: *const AtomicU32,
 ) -> Result<NetTransport> {
     let (rank, nranks, parts) = (b.rank(), b.nranks(), config.channels);
-    let ip = match std::env::var("ZIPCOLL_NET_IP") {
-        Ok(v) => v
-            .parse()
-            .map_err(|_| Error::InvalidArgument(format!("ZIPCOLL_NET_IP={v:?} is not an IP address")))?,
-        Err(_) => IpAddr::from([127, 0, 0, 1]),
+    let (ip, why) = match std::env::var("ZIPCOLL_NET_IP") {
+        Ok(v) => (
+            v.parse()
+                .map_err(|_| Error::InvalidArgument(format!("ZIPCOLL_NET_IP={v:?} is not an IP address")))?,
+            "ZIPCOLL_NET_IP".to_string(),
+        ),
+        Err(_) => (
+            route_to(root)?,
+            format!("the interface that reaches the bootstrap root {root}"),
+        ),
     };
     let listener = NetListener::bind(ip)?;
+    notes.push(format!("NET listens on {} ({why})", listener.addr()));
     let addrs = b.allgather(listener.addr().to_string().as_bytes())?;
     let peers = addrs
         .iter()
@@ -397,12 +691,104 @@ impl Links {
         self.kind
     }
 
+    /// The transport and how it was chosen and set up: `Net; NET listens on 10.0.0.3:41234
+    /// (the interface that reaches the bootstrap root 10.0.0.1:29500)`, or why Auto fell back.
+    pub fn describe(&self) -> &str {
+        &self.description
+    }
+
     pub fn fabric(&self) -> &Fabric {
         &self.fabric
     }
 
-    pub fn abort_word(&self) -> &AtomicU32 {
-        self.engine.abort_word()
+    /// Raises the abort word the kernels poll: this rank's (NET: its proxies then tell the
+    /// peers) and, over SIM and P2P, rank 0's, which every rank's kernels poll.
+    pub fn raise_abort(&self) {
+        self.engine.abort_word().store(1, Ordering::Release);
+        match &self.control {
+            Some(c @ ControlRef::Host { .. }) => {
+                if let Some(w) = c.word(Control::ABORT) {
+                    w.store(1, Ordering::Release);
+                }
+            }
+            Some(ControlRef::Device { abort, stream }) => {
+                // SAFETY: `abort` is the mapped abort word (4 aligned bytes of a mapping this
+                // `Links` holds), a stream of the communicator's context; the kernels access it
+                // atomically. A failure here leaves the kernels to their timeouts.
+                let _ = unsafe { crate::cuda_mem::set_word_async(stream, *abort, 1) };
+            }
+            None => {}
+        }
+    }
+
+    /// Records `cause` as the communicator's first failure where every rank sees it (SIM: rank
+    /// 0's control block), unless a first failure is recorded already.
+    pub fn publish(&self, cause: Cause) {
+        let Some(c) = &self.control else { return };
+        let (Some(state), Some(_)) = (c.word(Control::STATE), c.word(Control::RECORD + STATUS_WORDS - 1)) else {
+            return;
+        };
+        if state
+            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return;
+        }
+        let set = |i: usize, v: u32| {
+            if let Some(w) = c.word(i) {
+                w.store(v, Ordering::Relaxed);
+            }
+        };
+        set(Control::RANK, cause.rank as u32);
+        match cause.kind {
+            CauseKind::Warp { name, channel, failure } => {
+                set(Control::KIND, Control::WARP);
+                set(
+                    Control::NAME,
+                    CALL_NAMES.iter().position(|n| *n == name).unwrap_or(usize::MAX) as u32,
+                );
+                set(Control::CHANNEL, channel as u32);
+                for (i, v) in failure.record().into_iter().enumerate() {
+                    set(Control::RECORD + i, v);
+                }
+            }
+            CauseKind::Caller => set(Control::KIND, Control::CALLER),
+            CauseKind::Run => set(Control::KIND, Control::RUN),
+        }
+        // release: the fields before the state that says they are written
+        state.store(2, Ordering::Release);
+    }
+
+    /// The communicator's first failure if a rank has recorded it ([`Links::publish`]),
+    /// waiting for it up to `patience` (the rank that failed first records it when its launch
+    /// ends, which the abort word makes prompt); `None` where there is no shared record (NET).
+    pub fn cause(&self, patience: Duration) -> Option<Cause> {
+        let c = self.control.as_ref()?;
+        let state = c.word(Control::STATE)?;
+        let start = std::time::Instant::now();
+        while state.load(Ordering::Acquire) != 2 {
+            if start.elapsed() > patience {
+                return None;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let get = |i: usize| c.word(i).map_or(0, |w| w.load(Ordering::Relaxed));
+        let kind = match get(Control::KIND) {
+            Control::WARP => {
+                let record = std::array::from_fn(|i| get(Control::RECORD + i));
+                CauseKind::Warp {
+                    name: CALL_NAMES.get(get(Control::NAME) as usize).copied().unwrap_or("a call"),
+                    channel: get(Control::CHANNEL) as usize,
+                    failure: Failure::from_record(record, "(reason not recorded)")?,
+                }
+            }
+            Control::CALLER => CauseKind::Caller,
+            _ => CauseKind::Run,
+        };
+        Some(Cause {
+            rank: get(Control::RANK) as usize,
+            kind,
+        })
     }
 
     /// Zeroed memory of `len` bytes where this rank's kernels run.
@@ -413,7 +799,8 @@ impl Links {
         }
     }
 
-    /// A buffer this rank's kernels can use.
+    /// A buffer this rank's kernels can use: host memory on the simulator, memory of this
+    /// communicator's device on a GPU (a buffer of another GPU is refused).
     pub fn check_buffer(&self, b: &DeviceBuffer) -> Result<()> {
         let ok = match &self.engine {
             Engine::Sim { .. } => b.is_host(),
@@ -425,7 +812,27 @@ impl Links {
                 self.backend
             )));
         }
+        if let Engine::Cuda { gpu, .. } = &self.engine {
+            let on = crate::cuda_mem::device_of(gpu.context(), b.ptr() as u64)?;
+            let mine = gpu.context().ordinal();
+            if usize::try_from(on).ok() != Some(mine) {
+                return Err(Error::InvalidArgument(format!(
+                    "a buffer of CUDA device {on} passed to a communicator of device {mine} (allocate with Communicator::alloc)"
+                )));
+            }
+        }
         Ok(())
+    }
+
+    /// Most warps one launch of the `collective` kernel for (`dtype`, `op`) may have: as many
+    /// as are resident at once (they wait on each other's FIFOs). The simulator runs every
+    /// block on its own thread: [`MAX_WARPS`]; a GPU: what the occupancy API says its
+    /// multiprocessors hold, at most [`MAX_WARPS`].
+    pub fn max_warps(&self, dtype: DType, op: ReduceOp) -> Result<usize> {
+        match &self.engine {
+            Engine::Sim { .. } => Ok(MAX_WARPS),
+            Engine::Cuda { gpu, .. } => Ok(exec_cuda::resident_blocks(gpu, dtype, op)?.min(MAX_WARPS)),
+        }
     }
 
     /// The `n` elements of `dtype` at `src` (a checked call's input) as host memory for Auto's
@@ -456,8 +863,36 @@ impl Links {
         wait: Duration,
     ) -> Result<()> {
         match (&self.engine, self.backend) {
-            (Engine::Sim { .. }, Backend::Sim64) => calls.ran(name, exec_sim::run::<64>(plan, dtype, op, wait)),
-            (Engine::Sim { .. }, _) => calls.ran(name, exec_sim::run::<32>(plan, dtype, op, wait)),
+            (Engine::Sim { .. }, backend) => {
+                let ran = match backend {
+                    Backend::Sim64 => exec_sim::run::<64>(plan, dtype, op, wait),
+                    _ => exec_sim::run::<32>(plan, dtype, op, wait),
+                };
+                // the run has ended: its own failure (not an abort) is the peers' explanation
+                // now, not when this rank's caller next checks
+                let rank = self.fabric.rank;
+                match &ran {
+                    Ok(records) => {
+                        let own = records
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(w, r)| Failure::from_record(*r, "(reason not recorded)").map(|f| (w, f)))
+                            .filter(|(_, f)| super::inflight::consequence(f) < 2)
+                            .min_by_key(|(w, f)| (super::inflight::consequence(f), *w));
+                        if let Some((channel, failure)) = own {
+                            self.publish(Cause {
+                                rank,
+                                kind: CauseKind::Warp { name, channel, failure },
+                            });
+                        }
+                    }
+                    Err(_) => self.publish(Cause {
+                        rank,
+                        kind: CauseKind::Run,
+                    }),
+                }
+                calls.ran(name, ran)
+            }
             (Engine::Cuda { .. }, _) => return calls.launch(name, |slot| slot.launch(plan, dtype, op)),
         }
         Ok(())
@@ -474,7 +909,18 @@ impl Drop for Links {
         // Kernels still in flight use the FIFOs, staging buffers and slots freed after this:
         // wait for them (a kernel still running one timeout later is stopped by the abort word).
         let calls = self.calls.get_mut().unwrap_or_else(PoisonError::into_inner);
-        calls.drain(self.timeout, self.engine.abort_word());
+        let control = &self.control;
+        let engine = &self.engine;
+        calls.drain(self.timeout, || {
+            engine.abort_word().store(1, Ordering::Release);
+            if let Some(w) = control.as_ref().and_then(|c| c.word(Control::ABORT)) {
+                w.store(1, Ordering::Release);
+            }
+            if let Some(ControlRef::Device { abort, stream }) = control {
+                // SAFETY: as in `raise_abort`.
+                let _ = unsafe { crate::cuda_mem::set_word_async(stream, *abort, 1) };
+            }
+        });
         // A communicator that has not failed closes its NET transport gracefully: frames its
         // last call published still reach the peers (a finished call's frames are all in the
         // local send FIFOs), and peers still running see a close, not a failure. After a
@@ -485,5 +931,108 @@ impl Drop for Links {
             }
         }
         sim_transport::withdraw(self.magic, self.fabric.rank);
+        // P2P: the peers map this rank's region and, on failure paths, their kernels may still
+        // write it. Every rank closes its mappings after a barrier (no kernel runs any more on
+        // any rank), then frees its own region (`_mem`, dropped after this) after a second
+        // barrier (no rank maps it any more). Bounded by the bootstrap's timeout when a peer is
+        // dead (its ring socket fails at once when its process is gone).
+        if !self.mapped.is_empty() {
+            let _ = self._bootstrap.barrier();
+            self.mapped.clear();
+            let _ = self._bootstrap.barrier();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn place(host: &str, pid: u32, gpu: u8) -> Place {
+        Place {
+            host: host.into(),
+            pid,
+            gpu: Some([gpu; 16]),
+        }
+    }
+
+    #[test]
+    fn places_round_trip_and_bad_ones_are_remote_errors() {
+        for p in [
+            place("node-1", 7, 0xAB),
+            Place {
+                host: "h".into(),
+                pid: 1,
+                gpu: None,
+            },
+        ] {
+            assert_eq!(Place::parse(3, &p.to_bytes()).unwrap(), p);
+        }
+        for bad in [
+            "",
+            "h 1",
+            "h x -",
+            "h 1 abc",
+            "h 1 - extra",
+            "h 1 zz000000000000000000000000000000",
+        ] {
+            assert!(
+                matches!(Place::parse(3, bad.as_bytes()), Err(Error::Remote { rank: 3, .. })),
+                "{bad:?}"
+            );
+        }
+    }
+
+    /// Ranks that each see only their own GPU (one per process, CUDA_VISIBLE_DEVICES) all
+    /// report device 0: by UUID they are three different GPUs, hidden from each other, so P2P
+    /// is worth trying; by ordinal (as before) every peer looked like the rank's own device.
+    #[test]
+    fn one_visible_gpu_per_process_is_judged_by_uuid() {
+        let places = [place("n", 1, 1), place("n", 2, 2), place("n", 3, 3)];
+        for rank in 0..3 {
+            let visible = [[rank as u8 + 1; 16]];
+            let views = peer_gpus(rank, &places, &visible, |_| panic!("no other GPU is visible")).unwrap();
+            for (q, v) in views.iter().enumerate() {
+                let want = if q == rank { PeerGpu::Same } else { PeerGpu::Hidden };
+                assert_eq!(*v, want, "rank {rank} about {q}");
+            }
+            assert!(p2p_worth_trying(&views));
+        }
+    }
+
+    /// Three ranks on two GPUs that see both: ranks 0 and 2 share GPU 1. Every rank's view
+    /// allows P2P (the shared GPU is `Same`, not "no peer access"), so all vote the same way;
+    /// another host or a GPU without peer access makes the vote, and so every rank, pick NET.
+    #[test]
+    fn three_ranks_on_two_gpus_agree() {
+        let places = [place("n", 1, 1), place("n", 2, 2), place("n", 3, 1)];
+        let visible = [[1; 16], [2; 16]];
+        let votes: Vec<Vec<u8>> = (0..3)
+            .map(|rank| {
+                let views = peer_gpus(rank, &places, &visible, |_| Ok(true)).unwrap();
+                vec![p2p_worth_trying(&views) as u8]
+            })
+            .collect();
+        assert!(unanimous(&votes), "{votes:?}");
+        let no_access: Vec<Vec<u8>> = (0..3)
+            .map(|rank| {
+                let views = peer_gpus(rank, &places, &visible, |_| Ok(false)).unwrap();
+                vec![p2p_worth_trying(&views) as u8]
+            })
+            .collect();
+        // ranks 0 and 2 share a GPU but cannot reach rank 1's: everyone picks NET
+        assert_eq!(no_access, vec![vec![0], vec![0], vec![0]]);
+        assert!(!unanimous(&no_access));
+        assert!(!unanimous(&[vec![1], vec![0], vec![1]]), "one dissent is NET for all");
+        let far = [place("n", 1, 1), place("m", 2, 2)];
+        let views = peer_gpus(0, &far, &visible, |_| Ok(true)).unwrap();
+        assert_eq!(views[1], PeerGpu::Unreachable);
+        assert!(!p2p_worth_trying(&views));
+    }
+
+    #[test]
+    fn the_route_to_a_loopback_root_is_loopback() {
+        let ip = route_to(SocketAddr::from(([127, 0, 0, 1], 9))).unwrap();
+        assert!(ip.is_loopback(), "{ip}");
     }
 }

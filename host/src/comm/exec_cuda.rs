@@ -200,6 +200,21 @@ impl Finish for Slot {
     }
 }
 
+/// Blocks of one warp of the `collective` kernel for (`dtype`, `op`) that `gpu` holds at once:
+/// the occupancy API's blocks per multiprocessor times the multiprocessors.
+pub(crate) fn resident_blocks(gpu: &CudaGpu, dtype: DType, op: ReduceOp) -> Result<usize> {
+    let f = gpu.registry().function::<Collective>(Some(dtype), Some(op))?;
+    gpu.context().bind_to_thread().map_err(cuda_error("cuCtxSetCurrent"))?;
+    let per_sm = f
+        .occupancy_max_active_blocks_per_multiprocessor(32, 0, None)
+        .map_err(cuda_error("cuOccupancyMaxActiveBlocksPerMultiprocessor"))?;
+    let sms = gpu
+        .context()
+        .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        .map_err(cuda_error("cuDeviceGetAttribute"))?;
+    Ok(per_sm as usize * sms.max(0) as usize)
+}
+
 /// A host image of the `n` elements of `dtype` at device address `src` in which only the
 /// ranges the arbitration's sampler reads (at most 64 KiB) are copied; the rest stays zero
 /// (and, being `calloc`ed, is never touched). The copies are ordered on the stream after every

@@ -30,7 +30,8 @@ pub(crate) struct Fabric {
     pub rank: usize,
     pub nranks: usize,
     pub parts: usize,
-    /// `send[q * parts + p]`: the FIFO to `q` of part `p` (`NO_CONN` for `q == rank`).
+    /// `send[q * parts + p]`: the FIFO to `q` of part `p` (`q == rank`: the loopback FIFO, used
+    /// only by the ring of a single rank: sends and receives to self are refused at the call).
     pub send: Vec<ConnDesc>,
     /// `recv[q * parts + p]`: the FIFO from `q` of part `p`.
     pub recv: Vec<ConnDesc>,
@@ -113,13 +114,15 @@ impl Fabric {
 
 /// Where the FIFOs of one region lie: `n` FIFOs, their slots back to back, then a 128-byte
 /// counter block per FIFO (`head` at 0, `tail` at 64: separate cache lines, as the two are
-/// written by different ranks).
+/// written by different ranks), then a 128-byte control block ([`Control`]: rank 0's is the
+/// communicator's over SIM and P2P, where every rank maps rank 0's region).
 ///
 /// | offset                                  | bytes                   | holds              |
 /// |-----------------------------------------|-------------------------|--------------------|
 /// | `i * NSLOTS * slot`                     | `NSLOTS * slot`         | FIFO `i`'s slots   |
 /// | `n * NSLOTS * slot + 128 i`             | 8                       | FIFO `i`'s `head`  |
 /// | `n * NSLOTS * slot + 128 i + 64`        | 8                       | FIFO `i`'s `tail`  |
+/// | `n * (NSLOTS * slot + 128)`             | 128                     | the control block  |
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct FifoLayout {
     pub n: usize,
@@ -133,7 +136,12 @@ impl FifoLayout {
 
     /// Bytes of the region.
     pub fn bytes(&self) -> usize {
-        self.n * (self.slots_bytes() as usize + 128)
+        self.n * (self.slots_bytes() as usize + 128) + CONTROL_BYTES
+    }
+
+    /// The control block of the region at `base`.
+    pub fn control(&self, base: u64) -> u64 {
+        base + self.n as u64 * (self.slots_bytes() + 128)
     }
 
     /// FIFO `i` of the region at `base` (zeroed memory is an empty FIFO).
@@ -146,4 +154,40 @@ impl FifoLayout {
             slot_bytes: self.slot,
         }
     }
+}
+
+/// Bytes of a region's control block.
+pub(crate) const CONTROL_BYTES: usize = 128;
+
+/// The control block's `u32` words (zeroed memory: nothing raised, no cause). Over SIM and
+/// P2P every rank's kernels poll word [`Control::ABORT`] of rank 0's region (their launch's
+/// `abort`), so a failure on any rank stops every rank's kernels at their next wait; the first
+/// rank to find the root cause of a failure claims and writes the cause, which the others
+/// report instead of "aborted by another rank".
+///
+/// | word | holds |
+/// |------|-------|
+/// | 0    | the abort word |
+/// | 1    | the cause: 0 none, 1 being written, 2 written |
+/// | 2    | the cause's rank |
+/// | 3    | its kind: [`Control::WARP`], [`Control::CALLER`] (`abort()`), [`Control::RUN`] (a launch that failed) |
+/// | 4    | the call's name, an index into the communicator's table of names |
+/// | 5    | the channel (warp) |
+/// | 6..10 | the warp's status record |
+pub(crate) struct Control;
+
+impl Control {
+    pub const ABORT: usize = 0;
+    pub const STATE: usize = 1;
+    pub const RANK: usize = 2;
+    pub const KIND: usize = 3;
+    pub const NAME: usize = 4;
+    pub const CHANNEL: usize = 5;
+    pub const RECORD: usize = 6;
+    /// A warp's failure, in its status record.
+    pub const WARP: u32 = 1;
+    /// The rank's caller called `abort()`.
+    pub const CALLER: u32 = 2;
+    /// The rank's launch failed (a driver error, a simulator panic).
+    pub const RUN: u32 = 3;
 }

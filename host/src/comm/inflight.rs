@@ -13,9 +13,23 @@
 
 use crate::error::{Error, Result};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
-use zipcoll_primitives::conn::{Failure, STATUS_WORDS};
+use zipcoll_primitives::conn::{ConnError, Failure, STATUS_WORDS};
+
+/// The names of the calls (the communicator's collectives and groups), by which a failure's
+/// call is named across ranks (an index into this table).
+pub(crate) const CALL_NAMES: [&str; 10] = [
+    "all_reduce (ring)",
+    "all_reduce (two-shot)",
+    "all_gather",
+    "reduce_scatter",
+    "reduce",
+    "broadcast",
+    "all_to_all",
+    "send",
+    "recv",
+    "send/recv group",
+];
 
 /// One warp's status record.
 pub(crate) type Record = [u32; STATUS_WORDS];
@@ -131,9 +145,9 @@ impl<S: Finish> InFlight<S> {
         self.found.take()
     }
 
-    /// Waits for every call, for `patience` and then, with `abort` raised (kernels stop at their
-    /// next wait), until they have stopped. Failures are dropped.
-    pub fn drain(&mut self, patience: Duration, abort: &AtomicU32) {
+    /// Waits for every call, for `patience` and then, after `raise` (which raises the abort
+    /// word: kernels stop at their next wait), until they have stopped. Failures are dropped.
+    pub fn drain(&mut self, patience: Duration, raise: impl FnOnce()) {
         let start = Instant::now();
         while !self.calls.is_empty() && start.elapsed() < patience {
             self.check(Wait::No);
@@ -142,7 +156,7 @@ impl<S: Finish> InFlight<S> {
             }
         }
         if !self.calls.is_empty() {
-            abort.store(1, Ordering::Release);
+            raise();
             self.check(Wait::All);
         }
         self.found = None;
@@ -170,9 +184,14 @@ impl<S: Finish> InFlight<S> {
         };
         let failed = match outcome {
             Err(e) => Some(Failed::Run(e)),
-            Ok(records) => records.iter().enumerate().find_map(|(warp, r)| {
-                Failure::from_record(*r, "(reason not recorded)").map(|failure| Failed::Warp { name, warp, failure })
-            }),
+            Ok(records) => records
+                .iter()
+                .enumerate()
+                .filter_map(|(warp, r)| {
+                    Failure::from_record(*r, "(reason not recorded)").map(|failure| (warp, failure))
+                })
+                .min_by_key(|(warp, f)| (consequence(f), *warp))
+                .map(|(warp, failure)| Failed::Warp { name, warp, failure }),
         };
         if self.found.is_none() {
             self.found = failed;
@@ -181,12 +200,25 @@ impl<S: Finish> InFlight<S> {
     }
 }
 
+/// How much of a consequence of another failure `f` may be, for picking a call's root cause
+/// among its warps' records: 0 a failure of its own (a rejected frame, a bad descriptor), 1 a
+/// timeout (a peer that stopped, or a sibling warp that stopped feeding it), 2 an abort (some
+/// other failure raised the word).
+pub(crate) fn consequence(f: &Failure) -> u8 {
+    match f.error {
+        ConnError::Aborted => 2,
+        ConnError::Timeout(_) => 1,
+        _ => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::cell::{Cell, RefCell};
     use std::rc::Rc;
-    use zipcoll_primitives::conn::{ConnError, Wait as FifoWait};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use zipcoll_primitives::conn::Wait as FifoWait;
 
     /// A record that says "timed out waiting for data at step 7".
     fn timeout_record() -> Record {
@@ -288,6 +320,39 @@ mod tests {
         assert!(f.check(Wait::All).is_none(), "returned once");
     }
 
+    /// The root cause among a call's warps: a warp's own failure (a rejected frame) over a
+    /// lower-indexed sibling's timeout or abort, a timeout over an abort.
+    #[test]
+    fn a_call_reports_its_root_cause_not_the_lowest_failing_warp() {
+        let (mut f, _) = ring(0);
+        let aborted = Failure {
+            step: 2,
+            error: ConnError::Aborted,
+        }
+        .record();
+        let rejected = Failure {
+            step: 5,
+            error: ConnError::FrameLength { expected: 4, found: 3 },
+        }
+        .record();
+        f.ran("c", Ok(vec![[0; STATUS_WORDS], aborted, timeout_record(), rejected]));
+        let found = f.check(Wait::No);
+        assert!(
+            matches!(
+                found,
+                Some(Failed::Warp {
+                    warp: 3,
+                    failure: Failure { step: 5, .. },
+                    ..
+                })
+            ),
+            "{found:?}"
+        );
+        f.ran("d", Ok(vec![aborted, timeout_record()]));
+        let found = f.check(Wait::No);
+        assert!(matches!(found, Some(Failed::Warp { warp: 1, .. })), "{found:?}");
+    }
+
     #[test]
     fn simulated_runs_report_at_the_next_check() {
         let (mut f, _) = ring(0);
@@ -309,11 +374,11 @@ mod tests {
         let abort = AtomicU32::new(0);
         f.launch("a", busy(None)).unwrap();
         f.slots[0].done.set(true);
-        f.drain(Duration::from_millis(50), &abort);
+        f.drain(Duration::from_millis(50), || abort.store(1, Ordering::Release));
         assert_eq!(abort.load(Ordering::Acquire), 0);
         assert!(f.is_empty());
         f.launch("b", busy(None)).unwrap();
-        f.drain(Duration::from_millis(20), &abort);
+        f.drain(Duration::from_millis(20), || abort.store(1, Ordering::Release));
         assert_eq!(abort.load(Ordering::Acquire), 1);
         assert!(f.is_empty());
     }

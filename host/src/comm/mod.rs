@@ -24,7 +24,7 @@
 //!
 //! | what happened                                         | returned by                         | then |
 //! |-------------------------------------------------------|-------------------------------------|------|
-//! | invalid arguments (root, peer, buffer size or backend, count overflow, in-place all_to_all) | the call: [`Error::InvalidArgument`] | nothing enqueued, still usable |
+//! | invalid arguments (root, peer or a send/recv to self, buffer size, backend or device, count overflow, in-place all_to_all, more warps than the device holds at once) | the call: [`Error::InvalidArgument`] | nothing enqueued, still usable |
 //! | a launch that could not be enqueued (a driver error, kernels not built) | the call: that error | failed |
 //! | a failure while running (a peer that left or timed out, a rejected frame, [`Communicator::abort`], a kernel fault, a simulator panic) | the first of [`Communicator::synchronize`], [`Communicator::query`] or a later call to find it finished: [`Error::Collective`] (over NET the transport's own error if it has one), once | failed |
 //! | anything, once the communicator has failed            | every call, `synchronize`, `query`: [`Error::Aborted`] | |
@@ -78,12 +78,12 @@ pub use config::{Compression, Config, Lossless, TransportKind};
 use crate::backend::Backend;
 use crate::dispatch::dispatch_dtype;
 use crate::error::{Error, Result};
-use connect::Links;
+use connect::{Cause, CauseKind, Links};
 use fabric::Fabric;
-use inflight::{Failed, Wait};
+use inflight::{Failed, Wait, CALL_NAMES};
 use plan::{CollArgs, P2pOp, Plan};
-use std::sync::atomic::Ordering;
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 use zipcoll_device::arbitrate::{Arbiter, Plan as ArbitrationPlan, TransportModel, NET, NVLINK};
 use zipcoll_device::codec::{max_encoded_len, CodecId};
 use zipcoll_device::dtype::{DType, Elem};
@@ -240,16 +240,29 @@ impl Communicator {
         self.links.kind()
     }
 
+    /// The transport, how it was chosen and how it is set up, for people: which address NET
+    /// listens on and why (`ZIPCOLL_NET_IP`, else the interface that reaches the bootstrap
+    /// root), or why Auto chose NET over P2P on GPUs.
+    pub fn transport_info(&self) -> &str {
+        self.links.describe()
+    }
+
     /// `len` zeroed bytes in this rank's device memory.
     pub fn alloc(&self, len: usize) -> Result<DeviceBuffer> {
         self.links.alloc(len)
     }
 
-    /// Stops the communicator: the calls in flight stop at their next wait, and
+    /// Stops the communicator: the calls in flight stop at their next wait, on this rank and
+    /// on every peer (SIM and P2P: every rank's kernels poll one abort word, in rank 0's
+    /// memory; NET: the proxies tell the peers), whose calls then fail naming this rank; and
     /// [`Communicator::synchronize`] and every later call return [`Error::Aborted`]. Safe from
     /// any thread, also while another one waits in this communicator.
     pub fn abort(&self) {
-        self.links.abort_word().store(1, Ordering::Release);
+        self.links.raise_abort();
+        self.links.publish(Cause {
+            rank: self.rank,
+            kind: CauseKind::Caller,
+        });
         self.fail("aborted by the caller".into());
     }
 
@@ -278,24 +291,55 @@ impl Communicator {
     }
 
     /// The error a check returns: [`Error::Aborted`] once the communicator has failed, else the
-    /// failure it found (which fails the communicator).
+    /// failure it found (which fails the communicator), named by its root cause: a warp that
+    /// stopped because another rank raised the abort word reports that rank's first failure
+    /// (its rank, channel, step and reason) where the transport shares it (SIM), a rank's own
+    /// failure is recorded for the others; over NET the transport's error names the rank.
     fn report(&self, found: Option<Failed>) -> Result<()> {
-        let mut failed = self.failed.lock().unwrap_or_else(PoisonError::into_inner);
-        if failed.is_some() {
+        if self.failed.lock().unwrap_or_else(PoisonError::into_inner).is_some() {
             return Err(Error::Aborted);
         }
         let Some(found) = found else {
             return Ok(());
         };
         let e = match found {
-            Failed::Run(e) => e,
-            Failed::Warp { name, warp, failure } => self.links.transport_error().unwrap_or(Error::Collective {
-                collective: name,
-                rank: self.rank,
-                channel: warp,
-                failure,
-            }),
+            Failed::Run(e) => {
+                self.links.publish(Cause {
+                    rank: self.rank,
+                    kind: CauseKind::Run,
+                });
+                e
+            }
+            Failed::Warp { name, warp, failure } => {
+                let own = Cause {
+                    rank: self.rank,
+                    kind: CauseKind::Warp {
+                        name,
+                        channel: warp,
+                        failure,
+                    },
+                };
+                // an abort: wait (bounded) for the rank that failed first to say why; a
+                // timeout: another rank's recorded failure, if any, explains it
+                let patience = match inflight::consequence(&failure) {
+                    2 => self.config.timeout,
+                    _ => Duration::ZERO,
+                };
+                let cause = match inflight::consequence(&failure) {
+                    0 => None,
+                    _ => self.links.cause(patience).filter(|c| c.rank != self.rank),
+                };
+                let cause = cause.unwrap_or_else(|| {
+                    self.links.publish(own);
+                    own
+                });
+                self.links.transport_error().unwrap_or_else(|| cause_error(cause))
+            }
         };
+        let mut failed = self.failed.lock().unwrap_or_else(PoisonError::into_inner);
+        if failed.is_some() {
+            return Err(Error::Aborted);
+        }
         *failed = Some(e.to_string());
         Err(e)
     }
@@ -482,6 +526,24 @@ impl Communicator {
         Ok(AutoPlan { link, plan })
     }
 
+    /// A launch of `warps` warps must have them all resident at once (they wait on each
+    /// other's FIFOs): more than the device holds is an [`Error::InvalidArgument`] that leaves
+    /// the communicator usable. An error finding the limit (a driver error, kernels not built)
+    /// fails the communicator, as a launch that cannot be enqueued does.
+    fn check_resident(&self, warps: usize, dtype: DType, op: ReduceOp) -> Result<()> {
+        let limit = self
+            .links
+            .max_warps(dtype, op)
+            .inspect_err(|e| self.fail(e.to_string()))?;
+        if warps > limit {
+            return Err(Error::InvalidArgument(format!(
+                "a launch of {warps} warps (one per channel and peer direction), but at most {limit} fit on the \
+                 device at once: use fewer peers per group or fewer channels"
+            )));
+        }
+        Ok(())
+    }
+
     fn check_usable(&self) -> Result<()> {
         match &*self.failed.lock().unwrap_or_else(PoisonError::into_inner) {
             Some(_) => Err(Error::Aborted),
@@ -573,11 +635,17 @@ impl Communicator {
         self.report(found)?;
         let codec = codec()?;
         let mut plan = plan(self.links.fabric());
+        self.check_resident(plan.warps(), dtype, op)?;
         plan.set_codec(codec);
         let launched = self
             .links
             .run(&mut calls, name, &mut plan, dtype, op, self.config.timeout);
         if let Err(e) = &launched {
+            self.links.publish(Cause {
+                rank: self.rank,
+                kind: CauseKind::Run,
+            });
+            self.links.raise_abort();
             self.fail(e.to_string());
         }
         launched
@@ -594,16 +662,36 @@ fn check_len(what: &str, have: usize, need: usize) -> Result<()> {
 }
 
 fn coll_name(c: Coll) -> &'static str {
-    match c {
-        Coll::RingAllReduce => "all_reduce (ring)",
-        Coll::TwoShotAllReduce => "all_reduce (two-shot)",
-        Coll::AllGather => "all_gather",
-        Coll::ReduceScatter => "reduce_scatter",
-        Coll::Reduce => "reduce",
-        Coll::Broadcast => "broadcast",
-        Coll::AllToAll => "all_to_all",
-        Coll::Send => "send",
-        Coll::Recv => "recv",
+    CALL_NAMES[match c {
+        Coll::RingAllReduce => 0,
+        Coll::TwoShotAllReduce => 1,
+        Coll::AllGather => 2,
+        Coll::ReduceScatter => 3,
+        Coll::Reduce => 4,
+        Coll::Broadcast => 5,
+        Coll::AllToAll => 6,
+        Coll::Send => 7,
+        Coll::Recv => 8,
+    }]
+}
+
+/// The error of a communicator's first failure, as every rank reports it.
+fn cause_error(c: Cause) -> Error {
+    match c.kind {
+        CauseKind::Warp { name, channel, failure } => Error::Collective {
+            collective: name,
+            rank: c.rank,
+            channel,
+            failure,
+        },
+        CauseKind::Caller => Error::Remote {
+            rank: c.rank,
+            reason: "its caller aborted the communicator".into(),
+        },
+        CauseKind::Run => Error::Remote {
+            rank: c.rank,
+            reason: "its launch failed".into(),
+        },
     }
 }
 
@@ -620,6 +708,12 @@ impl<'a> Group<'a> {
             return Err(Error::InvalidArgument(format!(
                 "peer {peer} of {} ranks",
                 self.comm.nranks
+            )));
+        }
+        if peer == self.comm.rank {
+            return Err(Error::InvalidArgument(format!(
+                "a {} to self (rank {peer}): copy the buffer instead",
+                if send { "send" } else { "receive" }
             )));
         }
         let need = count
@@ -656,11 +750,21 @@ impl<'a> Group<'a> {
         let mut dtypes: Vec<DType> = self.ops.iter().map(|(d, _)| *d).collect();
         dtypes.sort_by_key(|d| *d as u8);
         dtypes.dedup();
+        let of =
+            |dtype: DType| -> Vec<P2pOp> { self.ops.iter().filter(|(d, _)| *d == dtype).map(|(_, o)| *o).collect() };
+        // every launch of the group fits, or none is enqueued (a peer would wait for the rest)
+        for &dtype in &dtypes {
+            comm.check_resident(
+                Plan::group_warps(&of(dtype), comm.config.channels),
+                dtype,
+                ReduceOp::Sum,
+            )?;
+        }
         for dtype in dtypes {
-            let ops: Vec<P2pOp> = self.ops.iter().filter(|(d, _)| *d == dtype).map(|(_, o)| *o).collect();
+            let ops = of(dtype);
             let first_send = ops.iter().find(|o| o.send).copied();
             comm.enqueue(
-                "send/recv group",
+                CALL_NAMES[9],
                 dtype,
                 ReduceOp::Sum,
                 || match first_send {

@@ -125,6 +125,14 @@ impl Plan {
         plan
     }
 
+    /// Warps of [`Plan::group`]`(f, ops, ..)` for a fabric of `parts` parts.
+    pub fn group_warps(ops: &[P2pOp], parts: usize) -> usize {
+        let mut keys: Vec<(bool, usize)> = ops.iter().map(|o| (o.send, o.peer)).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys.len() * parts
+    }
+
     /// Makes every channel send with `codec` (`Raw`: compression off).
     pub fn set_codec(&mut self, codec: zipcoll_device::codec::CodecId) {
         for c in &mut self.channels {

@@ -22,6 +22,10 @@
 //! | [`code::OVERLAP`]   | `Overlap`                       | 0                   | 0           |
 //! | [`code::NO_CHANNELS`] | `NoChannels`                  | 0                   | 0           |
 //! | [`code::BAD_COUNT`] | `BadCount`                      | 0                   | 0           |
+//! | any other nonzero code, or a known one with `a` or `b` out of its range | `Unrecognized { code, a, b }` | as found | as found |
+//!
+//! A record whose code is 0 says "no failure"; every other record is a failure, so a record no
+//! kernel writes (a corrupted record, a newer kernel's code) is never read as success.
 
 use crate::kernels::codec::{error_record, frame_error};
 use zipcoll_device::frame::FrameError;
@@ -117,6 +121,9 @@ pub enum ConnError {
     NoChannels,
     /// The buffers' sizes in bytes overflow.
     BadCount,
+    /// A status record with a nonzero code that no kernel of this version writes (or a known
+    /// code with fields out of range): a failure whose cause is unknown, never a success.
+    Unrecognized { code: u32, a: u32, b: u32 },
 }
 
 /// A [`ConnError`] and the FIFO step at which it happened.
@@ -156,6 +163,12 @@ impl core::fmt::Display for Failure {
             ConnError::Overlap => write!(f, "src and dst overlap other than in place"),
             ConnError::NoChannels => write!(f, "no channels for a collective that moves data between ranks"),
             ConnError::BadCount => write!(f, "the buffers' sizes overflow"),
+            ConnError::Unrecognized { code, a, b } => {
+                write!(
+                    f,
+                    "unrecognized status record (code {code:#x}, {a}, {b}) at step {step}"
+                )
+            }
         }
     }
 }
@@ -188,16 +201,29 @@ impl Failure {
             ConnError::Overlap => [code::OVERLAP, 0, 0],
             ConnError::NoChannels => [code::NO_CHANNELS, 0, 0],
             ConnError::BadCount => [code::BAD_COUNT, 0, 0],
+            ConnError::Unrecognized { code, a, b } => [code, a, b],
         };
         [c, a, b, sat(self.step)]
     }
 
-    /// The failure a status record holds; `None` for the all-zero record (no failure) and for
-    /// records no failure writes. `reason` becomes a `Corrupt` frame error's reason (the record
-    /// cannot carry it).
+    /// The failure a status record holds; `None` only for a record whose code is 0 (no
+    /// failure). A nonzero record that no failure writes is [`ConnError::Unrecognized`].
+    /// `reason` becomes a `Corrupt` frame error's reason (the record cannot carry it).
     pub fn from_record(r: [u32; STATUS_WORDS], reason: &'static str) -> Option<Failure> {
         let [c, a, b, step] = r;
-        let error = match c {
+        if c == 0 {
+            return None;
+        }
+        let error = Self::known(c, a, b, reason).unwrap_or(ConnError::Unrecognized { code: c, a, b });
+        Some(Failure {
+            step: step.into(),
+            error,
+        })
+    }
+
+    /// The error of a record with a code (and fields) that a kernel writes.
+    fn known(c: u32, a: u32, b: u32, reason: &'static str) -> Option<ConnError> {
+        Some(match c {
             code::FRAME_LENGTH => ConnError::FrameLength { expected: a, found: b },
             code::TIMEOUT => ConnError::Timeout(match a {
                 0 => Wait::Credit,
@@ -230,10 +256,6 @@ impl Failure {
                 ConnError::Encode(frame_error(c - code::ENCODE, a, b, reason)?)
             }
             c => ConnError::Frame(frame_error(c, a, b, reason)?),
-        };
-        Some(Failure {
-            step: step.into(),
-            error,
         })
     }
 }
@@ -269,6 +291,11 @@ mod tests {
             ConnError::Overlap,
             ConnError::NoChannels,
             ConnError::BadCount,
+            ConnError::Unrecognized {
+                code: 0x300,
+                a: 1,
+                b: 2,
+            },
         ];
         for (i, error) in errors.into_iter().enumerate() {
             let f = Failure { step: i as u64, error };
@@ -277,11 +304,25 @@ mod tests {
     }
 
     #[test]
-    fn zero_and_unknown_records_are_none() {
+    fn only_zero_codes_are_no_failure_and_unknown_records_are_failures() {
         assert_eq!(Failure::from_record([0; 4], ""), None);
-        assert_eq!(Failure::from_record([code::TIMEOUT, 2, 0, 0], ""), None);
-        assert_eq!(Failure::from_record([0x300, 0, 0, 0], ""), None);
-        assert_eq!(Failure::from_record([code::ENCODE, 0, 0, 0], ""), None);
-        assert_eq!(Failure::from_record([code::NO_CONNECTION, 2, 0, 0], ""), None);
+        assert_eq!(Failure::from_record([0, 5, 6, 7], ""), None);
+        for r in [
+            [code::TIMEOUT, 2, 0, 3],
+            [0x300, 0, 0, 3],
+            [code::ENCODE, 0, 0, 3],
+            [code::NO_CONNECTION, 2, 0, 3],
+            [u32::MAX, 1, 1, 3],
+        ] {
+            let [c, a, b, _] = r;
+            assert_eq!(
+                Failure::from_record(r, ""),
+                Some(Failure {
+                    step: 3,
+                    error: ConnError::Unrecognized { code: c, a, b }
+                }),
+                "{r:?}"
+            );
+        }
     }
 }

@@ -200,6 +200,8 @@ unsafe fn encode_each<W: Warp, T: Elem>(
                 .filter(|&b| b != ENCODE_FAILED)
                 .ok_or(FrameError::InputTooLarge { bytes })
         });
+        // every lane has finished writing the slot before lane 0 may overwrite its start
+        w.sync(W::FULL);
         if w.lane_id() == 0 {
             let len = match result {
                 Ok(bytes) => bytes,
@@ -209,7 +211,9 @@ unsafe fn encode_each<W: Warp, T: Elem>(
                     for (i, word) in record.iter().enumerate() {
                         // `put_u32` is bounds-checked: a slot too small for the record keeps only
                         // `frame_bytes[g] == ENCODE_FAILED`.
-                        let _ = slot.put_u32(i * 4, *word);
+                        // SAFETY: only lane 0 writes, after the warp's sync above: no other lane
+                        // accesses the slot meanwhile.
+                        let _ = unsafe { slot.put_u32(i * 4, *word) };
                     }
                     ENCODE_FAILED
                 }

@@ -245,16 +245,18 @@ impl EncTable {
         }
         let lane = w.lane_id() as usize;
         let mut written = Ok(());
+        // SAFETY (every write below): the coder runs on every lane, converged, with the same arguments (`LaneOut::from_raw`'s contract for `out`); lane 0 writes byte 0 and the total, and the
+        // lane holding symbol `v` (each symbol on one lane) writes its rank's byte and entry.
         if lane == 0 {
-            written = written.and(out.put_u8(0, (k - 1) as u8));
-            written = written.and(out.put_u16(cum_at(k) + 2 * k, 1 << PROB_BITS));
+            written = written.and(unsafe { out.put_u8(0, (k - 1) as u8) });
+            written = written.and(unsafe { out.put_u16(cum_at(k) + 2 * k, 1 << PROB_BITS) });
         }
         unroll8(|j| {
             let v = (j * W::WIDTH as usize + lane) as u32;
             if let (true, Some(r)) = (j < self.sym_regs, rank(&self.bitmap, v)) {
                 let r = r as usize;
-                written = written.and(out.put_u8(1 + r, v as u8));
-                written = written.and(out.put_u16(cum_at(k) + 2 * r, (self.by_symbol[j] >> 16) as u16));
+                written = written.and(unsafe { out.put_u8(1 + r, v as u8) });
+                written = written.and(unsafe { out.put_u16(cum_at(k) + 2 * r, (self.by_symbol[j] >> 16) as u16) });
             }
         });
         // every write is inside `bytes`, which fits: `written` is Ok on every lane

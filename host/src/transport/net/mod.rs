@@ -61,7 +61,7 @@
 //! | offset | size | field                                                  |
 //! |--------|------|--------------------------------------------------------|
 //! | 0      | 4    | kind: 1 DATA, 2 CREDIT, 3 CLOSE, 4 ABORT                 |
-//! | 4      | 4    | connection index                                       |
+//! | 4      | 4    | connection index; ABORT: the rank the failure started on |
 //! | 8      | 8    | DATA: the frame's step; CREDIT: the receiver's `head`  |
 //! | 16     | 4    | bytes of body: DATA: the frame; ABORT: a UTF-8 reason (at most 1 KiB); otherwise 0 |
 //! | 20     | 4    | reserved, 0                                            |
@@ -108,7 +108,7 @@
 //! | event                                                                  | error                      |
 //! |------------------------------------------------------------------------|----------------------------|
 //! | a peer's socket closes or resets without CLOSE (it died or dropped its transport) | `Remote { rank, .. }` |
-//! | a peer's ABORT (its transport failed)                                  | `Remote { rank, "aborted: .." }` |
+//! | a peer's ABORT (its transport failed)                                  | `Remote { rank, "aborted: .." }`, `rank` the one the failure started on (an ABORT's `conn`), also when relayed |
 //! | a malformed message (unknown kind or connection, wrong step, oversize frame) | `Remote { rank, "NET protocol error .." }` |
 //! | a peer that closed gracefully while frames for it are pending          | `Remote { rank, .. }`      |
 //! | no progress for `timeout` while work is pending: a published frame without credit, a socket that takes no bytes, a message cut short | `Timeout` |
@@ -121,6 +121,34 @@ mod pace;
 mod proxy;
 mod setup;
 mod wire;
+
+/// NET's wire parsers on arbitrary bytes, for the fuzz targets (`fuzz/`); not an API. Each
+/// returns whether the bytes parsed, and panics only on a bug (a parsed record that does not
+/// encode back to its bytes).
+#[doc(hidden)]
+pub mod fuzzing {
+    use super::wire::{frame_len, Handshake, MsgHeader, HANDSHAKE_BYTES, MSG_HEADER_BYTES};
+
+    /// The first bytes as a handshake record, a message header, and the length of the frame
+    /// a slot holds (at most the slot).
+    pub fn parse(bytes: &[u8]) -> bool {
+        let mut parsed = false;
+        if let Some(b) = bytes.first_chunk::<HANDSHAKE_BYTES>() {
+            if let Ok(h) = Handshake::decode(b) {
+                assert_eq!(&h.encode(), b, "a handshake that does not encode back");
+                parsed = true;
+            }
+        }
+        if let Some(b) = bytes.first_chunk::<MSG_HEADER_BYTES>() {
+            if let Ok(h) = MsgHeader::decode(b) {
+                assert_eq!(&h.encode(), b, "a message header that does not encode back");
+                parsed = true;
+            }
+        }
+        assert!(frame_len(bytes) <= bytes.len(), "a frame longer than its slot");
+        parsed
+    }
+}
 
 pub use setup::NetListener;
 

@@ -176,14 +176,16 @@ impl Wire {
     }
 
     /// Best effort, whatever the flags say: tells the peer that this transport stops and why
-    /// (unless a write was cut inside a message), then closes the socket both ways.
-    fn abort_and_close(&mut self, reason: &str) {
+    /// (unless a write was cut inside a message), then closes the socket both ways. `origin`:
+    /// the rank whose failure it is (an ABORT's `conn` field), so that a failure relayed by
+    /// other ranks still names the rank it started on.
+    fn abort_and_close(&mut self, origin: usize, reason: &str) {
         if !self.torn {
             let mut body = reason.as_bytes();
             body = &body[..body.len().min(MAX_REASON_BYTES)];
             let header = MsgHeader {
                 len: body.len() as u32,
-                ..MsgHeader::bare(MsgKind::Abort, 0, 0)
+                ..MsgHeader::bare(MsgKind::Abort, origin as u32, 0)
             };
             let mut msg = header.encode().to_vec();
             msg.extend_from_slice(body);
@@ -373,10 +375,14 @@ impl Writer {
         }
         let shared = Arc::clone(&self.wire.shared);
         if let Some(f) = shared.failure() {
-            self.wire.abort_and_close(&f.to_error().to_string());
+            let origin = match &f {
+                Failure::Remote { rank, .. } => *rank,
+                _ => shared.my_rank,
+            };
+            self.wire.abort_and_close(origin, &f.to_error().to_string());
         } else if shared.stopping() {
             let reason = format!("rank {} dropped its NET transport without shutdown()", shared.my_rank);
-            self.wire.abort_and_close(&reason);
+            self.wire.abort_and_close(shared.my_rank, &reason);
         }
     }
 
@@ -512,11 +518,25 @@ impl Reader {
             return Err(wire.protocol(what));
         }
         // The kernel must have freed the slot (`head + NSLOTS > step`). The peer only sends
-        // with credit, so this holds at once; the acquire orders the kernel's last reads of
-        // the slot before the writes below. No time limit: only the local kernel is waited for.
+        // with credit, which this rank's writer reports from `head`, so this holds at once; the
+        // acquire orders the kernel's last reads of the slot before the writes below. A frame
+        // whose slot is still in use a timeout later was sent without credit (a peer that does
+        // not follow the protocol): a failure, not an endless wait.
         let mut backoff = Backoff::new();
-        while conn.fifo.head().load(Ordering::Acquire).saturating_add(NSLOTS) <= h.step {
+        let start = Instant::now();
+        loop {
+            let head = conn.fifo.head().load(Ordering::Acquire);
+            if head.saturating_add(NSLOTS) > h.step {
+                break;
+            }
             wire.check()?;
+            if start.elapsed() > wire.shared.timeout {
+                let what = format!(
+                    "step {} of connection {} sent without credit (the receiver has freed up to step {head})",
+                    h.step, h.conn
+                );
+                return Err(wire.protocol(what));
+            }
             backoff.snooze();
         }
         // SAFETY: the slot of `h.step` is free (acquired above), the kernel reads it only after
@@ -557,8 +577,13 @@ impl Reader {
         if let Err(halt) = self.wire.read_exact(&mut reason) {
             return halt;
         }
+        // the rank the failure started on (a peer may relay another's); not this rank itself
+        let origin = match h.conn as usize {
+            o if o == self.wire.shared.my_rank => self.wire.peer,
+            o => o,
+        };
         Failure::Remote {
-            rank: self.wire.peer,
+            rank: origin,
             reason: format!("aborted: {}", String::from_utf8_lossy(&reason)),
         }
         .into()

@@ -1,0 +1,8 @@
+//! Frames of F8E5M2 with any codec (the header names it) decoded on a simulated warp: a typed
+//! error or whole elements, never a panic, never a write past the output.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use zipcoll_device::dtype::F8E5M2;
+
+fuzz_target!(|data: &[u8]| zipcoll_fuzz::fuzz_decode::<F8E5M2>(data));

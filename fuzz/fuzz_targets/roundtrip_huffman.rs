@@ -1,0 +1,8 @@
+//! Huffman frames of any data and dtype (the first byte) decode to the data, bit for bit, and encode
+//! the same bytes twice.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use zipcoll_device::codec::Huffman;
+
+fuzz_target!(|data: &[u8]| zipcoll_fuzz::fuzz_roundtrip::<Huffman>(data, false));

@@ -1,0 +1,56 @@
+//! CUDA memory the communicator shares (`zipcoll_host::cuda_mem`), on a GPU. Without one these
+//! tests say so and pass, unless `ZIPCOLL_REQUIRE_GPU=1` (the GPU machine's runs), where a
+//! missing GPU path fails them.
+
+use zipcoll_host::cuda::{self, CudaGpu};
+use zipcoll_host::cuda_mem::{copy_to_host_async, DeviceAlloc};
+
+/// The GPU to test on; `None` (the test passes) only without a GPU and without
+/// `ZIPCOLL_REQUIRE_GPU=1`.
+fn gpu() -> Option<std::sync::Arc<CudaGpu>> {
+    let required = std::env::var("ZIPCOLL_REQUIRE_GPU").is_ok_and(|v| v == "1");
+    match cuda::device_count() {
+        Ok(n) if n > 0 => Some(CudaGpu::get(0).expect("CUDA device 0 opens")),
+        other => {
+            assert!(!required, "ZIPCOLL_REQUIRE_GPU=1 but no CUDA GPU: {other:?}");
+            eprintln!("skipped: no CUDA GPU ({other:?})");
+            None
+        }
+    }
+}
+
+/// A FIFO region is zero when `DeviceAlloc::zeroed` returns, as seen from a stream that does
+/// not wait for the default stream (a peer mapping it by IPC is another context altogether):
+/// 1 GiB is first filled with 0xFF and freed, so the next allocation (the driver reuses the
+/// range) whose memset had not finished shows 0xFF bytes at its end.
+#[test]
+fn device_alloc_is_zero_when_zeroed_returns() {
+    let Some(gpu) = gpu() else { return };
+    let ctx = gpu.context();
+    let len = 1 << 30;
+    {
+        let dirty = DeviceAlloc::zeroed(ctx, len).unwrap();
+        // 0xFF everywhere, copied synchronously
+        let pattern = vec![0xFFu8; 1 << 24];
+        for at in (0..len).step_by(pattern.len()) {
+            // SAFETY: `at + pattern.len() <= len` bytes of `dirty`, a live allocation of this
+            // context (current: `zeroed` bound it); `pattern` is readable for its length.
+            let r = unsafe {
+                zipcoll_host::cudarc::driver::sys::cuMemcpyHtoD_v2(
+                    dirty.ptr() + at as u64,
+                    pattern.as_ptr().cast(),
+                    pattern.len(),
+                )
+            };
+            assert_eq!(r, zipcoll_host::cudarc::driver::sys::CUresult::CUDA_SUCCESS);
+        }
+    }
+    let fresh = DeviceAlloc::zeroed(ctx, len).unwrap();
+    let side = ctx.new_stream().unwrap();
+    let mut tail = vec![0xAAu8; 1 << 20];
+    // SAFETY: the last MiB of `fresh`, alive until after the stream is synchronized below.
+    unsafe { copy_to_host_async(&side, fresh.ptr() + (len - tail.len()) as u64, &mut tail) }.unwrap();
+    side.synchronize().unwrap();
+    let nonzero = tail.iter().filter(|b| **b != 0).count();
+    assert_eq!(nonzero, 0, "{nonzero} bytes of the last MiB were not zero yet");
+}
