@@ -243,11 +243,11 @@ pub unsafe fn combine_send_value<
     const COPY: bool,
 >(
     w: W,
-    v: V,
+    step_value: V,
     s: &RawStep<T>,
 ) -> RawSums {
     let local = V::REDUCE || !RECV;
-    let value = |received: T::Bits, mine: T::Bits| v.of::<T>(received, mine);
+    let value = |received: T::Bits, mine: T::Bits| step_value.of::<T>(received, mine);
     let bytes = s.n * T::DTYPE.size_bytes();
     let nvec = bytes / VECTOR_BYTES;
     let (recv, src) = (s.recv.cast::<Vector>(), s.src.cast::<Vector>());
@@ -276,13 +276,13 @@ pub unsafe fn combine_send_value<
         unrolled!(U => {
             let i = v + U * stride;
             if i < nvec {
-                let (g, m) = (got[U].0, mine[U].0);
-                let x = Vector([
-                    map_word::<T>(g[0], m[0], value),
-                    map_word::<T>(g[1], m[1], value),
-                    map_word::<T>(g[2], m[2], value),
-                    map_word::<T>(g[3], m[3], value),
-                ]);
+                // 8- and 16-bit floats convert through f32 in software: their arithmetic goes
+                // out of line, one call per vector, so the unrolled loop stays small
+                let x = if V::ARITHMETIC && T::DTYPE.size_bytes() < 4 {
+                    map_vector_out_of_line::<T, V>(step_value, got[U], mine[U])
+                } else {
+                    map_vector::<T, V>(step_value, got[U], mine[U])
+                };
                 // SAFETY: `i < nvec`: inside `dst` and the slot's payload (contract); `src[i]`
                 // was read above, before this write.
                 unsafe {
@@ -360,6 +360,25 @@ fn vector_terms(v: &Vector, i: usize) -> u32 {
     v.0.iter()
         .enumerate()
         .fold(0u32, |acc, (k, &x)| acc.wrapping_add(checksum_term(x, base + k as u32)))
+}
+
+/// The vector whose elements are `v`'s of the received and local vectors' elements.
+#[inline(always)]
+fn map_vector<T: Elem, V: StepValue>(v: V, received: Vector, mine: Vector) -> Vector {
+    let (g, m) = (received.0, mine.0);
+    let f = |r: T::Bits, l: T::Bits| v.of::<T>(r, l);
+    Vector([
+        map_word::<T>(g[0], m[0], f),
+        map_word::<T>(g[1], m[1], f),
+        map_word::<T>(g[2], m[2], f),
+        map_word::<T>(g[3], m[3], f),
+    ])
+}
+
+/// [`map_vector`], never inlined.
+#[inline(never)]
+fn map_vector_out_of_line<T: Elem, V: StepValue>(v: V, received: Vector, mine: Vector) -> Vector {
+    map_vector::<T, V>(v, received, mine)
 }
 
 /// The word whose elements are `f(received element, local element)`, element by element.

@@ -20,6 +20,8 @@ use zipcoll_device::reduce::RedOp;
 pub trait StepValue: Copy {
     /// Whether the value combines the received element with the local one.
     const REDUCE: bool;
+    /// Whether the value is computed (combined or scaled), not only moved.
+    const ARITHMETIC: bool;
     /// The element.
     fn of<T: Elem>(self, received: T::Bits, mine: T::Bits) -> T::Bits;
 }
@@ -39,6 +41,7 @@ pub struct Scaled<O>(pub O);
 
 impl<O: RedOp> StepValue for Combined<O> {
     const REDUCE: bool = true;
+    const ARITHMETIC: bool = true;
     #[inline(always)]
     fn of<T: Elem>(self, received: T::Bits, mine: T::Bits) -> T::Bits {
         self.0.combine::<T>(received, self.0.pre::<T>(mine))
@@ -46,6 +49,7 @@ impl<O: RedOp> StepValue for Combined<O> {
 }
 impl StepValue for Forwarded {
     const REDUCE: bool = false;
+    const ARITHMETIC: bool = false;
     #[inline(always)]
     fn of<T: Elem>(self, received: T::Bits, _mine: T::Bits) -> T::Bits {
         received
@@ -53,6 +57,7 @@ impl StepValue for Forwarded {
 }
 impl StepValue for Moved {
     const REDUCE: bool = false;
+    const ARITHMETIC: bool = false;
     #[inline(always)]
     fn of<T: Elem>(self, _received: T::Bits, mine: T::Bits) -> T::Bits {
         mine
@@ -60,6 +65,7 @@ impl StepValue for Moved {
 }
 impl<O: RedOp> StepValue for Scaled<O> {
     const REDUCE: bool = false;
+    const ARITHMETIC: bool = true;
     #[inline(always)]
     fn of<T: Elem>(self, _received: T::Bits, mine: T::Bits) -> T::Bits {
         self.0.pre::<T>(mine)
