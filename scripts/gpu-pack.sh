@@ -12,6 +12,14 @@ T=${CARGO_TARGET_DIR:-target}
 for b in $T/release/examples/reduce_copy $T/release/examples/all_reduce $T/release/zipcoll-bench $T/release/zipcoll $T/release/zipcoll-comm; do
   strip -o ".gpu/bin/$(basename "$b")" "$b"
 done
+# The host's GPU-only tests, run by gpu-run.sh's gpu_tests step with ZIPCOLL_REQUIRE_GPU=1.
+mkdir -p .gpu/bin/tests
+cargo test --release --locked --no-run -p zipcoll-host --test cuda_mem --test backends --test codec --message-format=json \
+  | python3 -c 'import json,sys
+for l in sys.stdin:
+    m=json.loads(l)
+    if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["kind"]==["test"]: print(m["executable"])' \
+  | while read -r t; do strip -o ".gpu/bin/tests/$(basename "${t%-*}")" "$t"; done
 # The sm_90 PTX too: gpu-run.sh compiles it ahead of time (ptxas --split-compile) so that no
 # process waits for the driver's JIT of the whole module.
 cp target/gpu/sm_90/nvptx64-nvidia-cuda/release/zipcoll_kernels.ptx .gpu/bin/zipcoll_kernels.sm_90.ptx

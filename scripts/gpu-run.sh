@@ -14,6 +14,10 @@
 # | inspect     | `zipcoll inspect --gpu` over the tensors                                    |
 # | comm        | the all_reduce example on every GPU; `zipcoll-comm check` over P2P and NET (bit for bit vs the reference and the simulator), NCCL on the same inputs within float tolerance; `zipcoll-comm kill` over both |
 # | comm_sanitizer | the all_reduce example, small, every rank under compute-sanitizer memcheck |
+# | gpu_tests   | the host's GPU-only tests (.gpu/tests, from gpu-pack.sh) with ZIPCOLL_REQUIRE_GPU=1: they fail, not skip, if the GPU path breaks |
+#
+# COMM_RANKS=2 runs the comm steps with two ranks (on one GPU: P2P over CUDA IPC within the
+# device); COMM_CHECK_ARGS adds arguments to `zipcoll-comm check` (e.g. --quick).
 # | comm_bench  | `zipcoll-comm bench` over P2P and NET, NCCL's bench on NVLink and on its socket transport (loopback) |
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
@@ -61,19 +65,22 @@ for step in $STEPS; do
       run bench_tensors .gpu/bin/zipcoll-bench codec --files $T --out "$LOGS/bench_tensors.csv"
       run nvcomp python3 benches/gpu/nvcomp_baseline.py $T ;;
     comm)
-      run comm_example .gpu/bin/all_reduce --count 3000000
+      R=${COMM_RANKS:+--ranks $COMM_RANKS}
+      run comm_example .gpu/bin/all_reduce --count 3000000 $R
       for t in ${COMM_TRANSPORTS:-p2p net}; do
         rm -rf $T/dump_$t
-        run comm_check_$t .gpu/bin/zipcoll-comm check --transport $t --dump $T/dump_$t
-        run nccl_compare_$t python3 benches/gpu/nccl_collectives.py compare $T/dump_$t
-        run comm_kill_$t .gpu/bin/zipcoll-comm kill --transport $t --timeout-ms 10000
+        run comm_check_$t .gpu/bin/zipcoll-comm check --transport $t --dump $T/dump_$t $R ${COMM_CHECK_ARGS:-}
+        [ -z "${COMM_RANKS:-}" ] && run nccl_compare_$t python3 benches/gpu/nccl_collectives.py compare $T/dump_$t
+        run comm_kill_$t .gpu/bin/zipcoll-comm kill --transport $t --timeout-ms 10000 $R
       done ;;
     comm_sanitizer)
-      run comm_sanitizer compute-sanitizer --target-processes all --tool memcheck --error-exitcode 3 .gpu/bin/all_reduce --count 100000 ;;
+      run comm_sanitizer compute-sanitizer --target-processes all --tool memcheck --error-exitcode 3 .gpu/bin/all_reduce --count 100000 ${COMM_RANKS:+--ranks $COMM_RANKS} ;;
+    gpu_tests)
+      for t in .gpu/bin/tests/*; do run "gpu_test_$(basename "$t")" env ZIPCOLL_REQUIRE_GPU=1 "$t"; done ;;
     comm_bench)
       S=${COMM_SIZES:-1M,64M,1G}
       for t in ${COMM_TRANSPORTS:-p2p net}; do
-        run comm_bench_$t .gpu/bin/zipcoll-comm bench --transport $t --sizes $S --iters ${COMM_ITERS:-5}
+        run comm_bench_$t .gpu/bin/zipcoll-comm bench --transport $t --sizes $S --iters ${COMM_ITERS:-5} ${COMM_RANKS:+--ranks $COMM_RANKS}
         if [ $t = p2p ]; then
           run nccl_bench_nvlink python3 benches/gpu/nccl_collectives.py bench nvlink $S
         else
