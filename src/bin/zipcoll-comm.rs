@@ -68,8 +68,7 @@ struct Cli {
     #[arg(long, global = true, value_parser = clap::value_parser!(u64).range(1..))]
     timeout_ms: Option<u64>,
     /// The NET transport's rate limit per peer in bytes per second (500M, 2G: powers of 1024;
-    /// off) [default: $ZIPCOLL_NET_RATE_LIMIT, which the NET transport still reads with k, M, G
-    /// as powers of 1000, else none].
+    /// off) [default: $ZIPCOLL_NET_RATE_LIMIT, read the same way, else none].
     #[arg(long, global = true, value_parser = parse_rate)]
     net_rate_limit: Option<RateLimit>,
 }

@@ -175,7 +175,7 @@ const ABORT_LINGER: Duration = Duration::from_millis(200);
 /// | field                    | default | environment variable     |
 /// |--------------------------|---------|--------------------------|
 /// | `sockets_per_peer`       | 2       | `ZIPCOLL_NET_SOCKETS`    |
-/// | `rate_limit_bytes_per_s` | none    | `ZIPCOLL_NET_RATE_LIMIT` (bytes per second: `20000000`, `20M`, `1.5G`, `64Mi`; `0`, `off` or `none`: no limit) |
+/// | `rate_limit_bytes_per_s` | none    | `ZIPCOLL_NET_RATE_LIMIT` (bytes per second, as [`crate::units`] reads them: `20000000`, `20M`, `1.5G`, `64MiB/s`, powers of 1024; `0`, `off` or `none`: no limit) |
 /// | `timeout`                | 60 s    | (the communicator's `ZIPCOLL_TIMEOUT_MS`) |
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NetConfig {
@@ -228,11 +228,8 @@ impl NetConfig {
                 })?;
         }
         if let Some(v) = set("ZIPCOLL_NET_RATE_LIMIT") {
-            base.rate_limit_bytes_per_s = parse_rate(&v).ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "ZIPCOLL_NET_RATE_LIMIT={v:?}: expected bytes per second (`20M`, `1.5G`, `64Mi`, `off`)"
-                ))
-            })?;
+            base.rate_limit_bytes_per_s = crate::units::parse_rate_limit(&v)
+                .map_err(|e| Error::InvalidArgument(format!("ZIPCOLL_NET_RATE_LIMIT={v:?}: {e}")))?;
         }
         Ok(base)
     }
@@ -255,37 +252,6 @@ impl NetConfig {
         }
         Ok(())
     }
-}
-
-/// A rate in bytes per second: a number with an optional SI (`k`, `M`, `G`) or binary (`Ki`,
-/// `Mi`, `Gi`) multiplier and an optional `B` or `B/s`; `Some(None)` for no limit (`0`, `off`,
-/// `none`), `None` if unparsable.
-fn parse_rate(s: &str) -> Option<Option<u64>> {
-    let s = s.trim().to_ascii_lowercase();
-    if s == "off" || s == "none" {
-        return Some(None);
-    }
-    let s = s.strip_suffix("/s").unwrap_or(&s);
-    let s = s.strip_suffix('b').unwrap_or(s).trim_end();
-    let units: [(&str, f64); 6] = [
-        ("ki", 1024.0),
-        ("mi", 1024.0 * 1024.0),
-        ("gi", 1024.0 * 1024.0 * 1024.0),
-        ("k", 1e3),
-        ("m", 1e6),
-        ("g", 1e9),
-    ];
-    let (number, scale) = units
-        .iter()
-        .find_map(|&(u, f)| s.strip_suffix(u).map(|n| (n, f)))
-        .unwrap_or((s, 1.0));
-    let v: f64 = number.trim().parse().ok()?;
-    let bytes = v * scale;
-    if !bytes.is_finite() || bytes < 0.0 || bytes >= u64::MAX as f64 {
-        return None;
-    }
-    let bytes = bytes.round() as u64;
-    Some((bytes > 0).then_some(bytes))
 }
 
 /// The word the kernels poll to stop (the launch's `abort`): the transport raises it (stores
@@ -961,7 +927,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.sockets_per_peer, 4);
-        assert_eq!(c.rate_limit_bytes_per_s, Some(20_000_000));
+        assert_eq!(c.rate_limit_bytes_per_s, Some(20 << 20));
         for bad in [
             ("ZIPCOLL_NET_SOCKETS", "0"),
             ("ZIPCOLL_NET_SOCKETS", "two"),
@@ -973,21 +939,6 @@ mod tests {
             let r = NetConfig::from_vars_over(NetConfig::default(), vars(pairs));
             assert!(matches!(r, Err(Error::InvalidArgument(_))), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn rates_parse_with_units() {
-        assert_eq!(parse_rate("1000"), Some(Some(1000)));
-        assert_eq!(parse_rate("20M"), Some(Some(20_000_000)));
-        assert_eq!(parse_rate("20 MB/s"), Some(Some(20_000_000)));
-        assert_eq!(parse_rate("1.5g"), Some(Some(1_500_000_000)));
-        assert_eq!(parse_rate("64Mi"), Some(Some(64 << 20)));
-        assert_eq!(parse_rate("2KiB"), Some(Some(2048)));
-        assert_eq!(parse_rate("off"), Some(None));
-        assert_eq!(parse_rate("0"), Some(None));
-        assert_eq!(parse_rate("M"), None);
-        assert_eq!(parse_rate("1e30"), None);
-        assert_eq!(parse_rate("nan"), None);
     }
 
     #[test]
