@@ -7,7 +7,7 @@
 //! | offset | size | field             | meaning                                                 |
 //! |--------|------|-------------------|---------------------------------------------------------|
 //! | 0      | 2    | `magic`           | [`FRAME_MAGIC`] (`"ZC"`)                                |
-//! | 2      | 1    | `version`         | [`FRAME_VERSION`]                                       |
+//! | 2      | 1    | `version`         | [`FRAME_VERSION`] (warp frames) or [`BLOCK_FRAME_VERSION`] |
 //! | 3      | 1    | `codec`           | [`CodecId`]                                             |
 //! | 4      | 1    | `dtype`           | [`DType`]                                               |
 //! | 5      | 1    | `flags`           | reserved, 0                                             |
@@ -27,8 +27,11 @@ use crate::dtype::DType;
 
 /// `"ZC"` as a little-endian u16.
 pub const FRAME_MAGIC: u16 = u16::from_le_bytes(*b"ZC");
-/// The header layout version this build reads and writes.
+/// The version of frames coded by one warp (`codec::frame_codec`).
 pub const FRAME_VERSION: u8 = 1;
+/// The version of frames coded by a whole block (`codec::block_frame`): the same header, the
+/// coders' block layouts.
+pub const BLOCK_FRAME_VERSION: u8 = 2;
 /// Bytes of a [`FrameHeader`].
 pub const HEADER_BYTES: usize = 32;
 
@@ -85,6 +88,8 @@ pub enum FrameError {
     WrongDType { frame: DType, expected: DType },
     /// The encoder was given more data than a frame describes (`raw_bytes` is a u32).
     InputTooLarge { bytes: usize },
+    /// A block coder was given less block-shared scratch memory than it needs.
+    ScratchTooSmall { need: usize, have: usize },
 }
 
 impl core::fmt::Display for FrameError {
@@ -127,6 +132,9 @@ impl core::fmt::Display for FrameError {
                 write!(f, "frame holds {frame:?} data, expected {expected:?}")
             }
             FrameError::InputTooLarge { bytes } => write!(f, "{bytes} bytes of input do not fit in one frame"),
+            FrameError::ScratchTooSmall { need, have } => {
+                write!(f, "{have} bytes of block-shared scratch memory, need {need}")
+            }
         }
     }
 }
@@ -217,9 +225,22 @@ impl FrameHeader {
         b
     }
 
-    /// Reads and validates the header at the start of `frame`: magic, version, codec and dtype
-    /// ids, reserved fields, the header checksum, and that `frame` holds the whole payload.
+    /// This header with version `version` (and its checksum recomputed).
+    pub fn with_version(mut self, version: u8) -> Self {
+        self.version = version;
+        self.header_checksum = checksum(&self.to_bytes()[..28]);
+        self
+    }
+
+    /// Reads and validates the header of a warp frame ([`FRAME_VERSION`]) at the start of
+    /// `frame`: magic, version, codec and dtype ids, reserved fields, the header checksum, and
+    /// that `frame` holds the whole payload.
     pub fn parse(frame: &[u8]) -> Result<FrameHeader, FrameError> {
+        Self::parse_version(frame, FRAME_VERSION)
+    }
+
+    /// [`FrameHeader::parse`] for frames of version `version`.
+    pub fn parse_version(frame: &[u8], version: u8) -> Result<FrameHeader, FrameError> {
         let b: &[u8; HEADER_BYTES] =
             frame
                 .get(..HEADER_BYTES)
@@ -247,7 +268,7 @@ impl FrameHeader {
         if h.magic != FRAME_MAGIC {
             return Err(FrameError::BadMagic { found: h.magic });
         }
-        if h.version != FRAME_VERSION {
+        if h.version != version {
             return Err(FrameError::UnsupportedVersion { found: h.version });
         }
         let computed = checksum(&b[..28]);

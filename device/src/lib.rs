@@ -4,6 +4,7 @@
 //! | module     | what it holds                                                 |
 //! |------------|---------------------------------------------------------------|
 //! | [`arbitrate`] | per-batch choice of RAW or a codec: sample, predicted sizes, cost model |
+//! | [`block`]  | block-cooperative scans and reductions, shared-memory scratch |
 //! | [`bits`]   | warp-cooperative scans, compaction, bit packing, checksums    |
 //! | [`codec`]  | lossless codecs: the symbol coders and the frame codec        |
 //! | [`dtype`]  | element types, exponent split/join, f32 conversions          |
@@ -14,6 +15,7 @@
 
 pub mod arbitrate;
 pub mod bits;
+pub mod block;
 pub mod codec;
 pub mod dtype;
 pub mod frame;

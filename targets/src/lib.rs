@@ -9,7 +9,8 @@
 //!
 //! Device code is generic over [`Warp`] and written per lane, as in CUDA: each lane runs the
 //! same function and meets the others at warp operations ([`Lanes`]) and block barriers
-//! ([`Grid::block_sync`]). Only this crate touches `asm!` or vendor intrinsics.
+//! ([`Grid::block_sync`]); what a thread does alone with special instructions is [`Thread`].
+//! Only this crate touches `asm!` or vendor intrinsics.
 //!
 //! ```
 //! use zipcoll_targets::{Lanes, Warp};
@@ -48,15 +49,17 @@ extern crate std;
 mod grid;
 mod lanes;
 mod memory;
+mod thread;
 mod word;
 
 pub use grid::{Grid, SharedMem};
 pub use lanes::{LaneMask, Lanes};
 pub use memory::{Atom, AtomKind, AtomicOrder, Memory, Scope};
+pub use thread::{Thread, V4};
 pub use word::Word;
 
 /// Everything a device algorithm may ask of the lanes running it.
-pub trait Warp: Lanes + Memory + Grid {
+pub trait Warp: Lanes + Memory + Grid + Thread {
     /// Index of this lane's warp within its block.
     #[inline(always)]
     fn warp_idx(self) -> u32 {
@@ -78,7 +81,7 @@ pub trait Warp: Lanes + Memory + Grid {
         self.grid_dim() as usize * self.block_dim() as usize
     }
 }
-impl<W: Lanes + Memory + Grid> Warp for W {}
+impl<W: Lanes + Memory + Grid + Thread> Warp for W {}
 
 #[cfg(target_arch = "amdgpu")]
 pub mod amdgpu;

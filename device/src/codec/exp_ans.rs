@@ -56,6 +56,7 @@
 //! small (or `sym` gave a symbol of more than `symbol_bits` bits, which no table can hold); the
 //! frame codec's budget makes a section that does not pay off a RAW frame.
 
+mod block;
 mod table;
 
 use self::table::{DecTable, EncTable};
@@ -73,9 +74,9 @@ pub const MAX_PROB_BITS: u32 = 11;
 /// Interleaved rANS streams, independent of the warp width.
 pub const STREAMS: usize = 32;
 /// The lower end `L` of the states' interval `[L, 2^32)`; every state starts and ends here.
-const STATE_LOW: u32 = 1 << 16;
+pub(super) const STATE_LOW: u32 = 1 << 16;
 /// Bits of a renormalization word.
-const WORD_BITS: u32 = 16;
+pub(super) const WORD_BITS: u32 = 16;
 /// Bytes of the stored states.
 const STATES_BYTES: usize = 4 * STREAMS;
 

@@ -98,7 +98,7 @@ fn out_byte(out: &LaneOut<'_>, offset: usize) -> u8 {
 
 /// `len` bytes of `out` from `offset`, as a buffer of their own (clamped to `out`).
 #[inline(always)]
-fn window<'a>(out: LaneOut<'a>, offset: usize, len: usize) -> LaneOut<'a> {
+pub(super) fn window<'a>(out: LaneOut<'a>, offset: usize, len: usize) -> LaneOut<'a> {
     let offset = offset.min(out.len);
     let len = len.min(out.len - offset);
     // SAFETY: `offset + len <= out.len`: a sub-range of the buffer `out` covers, used only through
@@ -107,7 +107,7 @@ fn window<'a>(out: LaneOut<'a>, offset: usize, len: usize) -> LaneOut<'a> {
 }
 
 /// Checks of an encoder's arguments: the output fits any frame, `raw_bytes` fits a u32.
-fn check_encode_args<T: Elem>(n: usize, out: &LaneOut<'_>) -> Result<u32, FrameError> {
+pub(super) fn check_encode_args<T: Elem>(n: usize, out: &LaneOut<'_>) -> Result<u32, FrameError> {
     let raw_bytes = n
         .checked_mul(T::DTYPE.size_bytes())
         .ok_or(FrameError::InputTooLarge { bytes: usize::MAX })?;

@@ -23,6 +23,7 @@ use crate::frame::FrameError;
 use core::marker::PhantomData;
 use zipcoll_targets::Warp;
 
+pub mod block_frame;
 pub mod exp_ans;
 pub mod exp_window;
 pub mod fixed_len;
@@ -155,6 +156,35 @@ impl<'a> LaneOut<'a> {
             Some(end) if end <= self.len => {
                 // SAFETY: in bounds (checked); no concurrent access to these bytes (the caller).
                 unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.add(offset), bytes.len()) };
+                Ok(())
+            }
+            _ => Err(OutOfSpace { offset }),
+        }
+    }
+    /// Writes the low `len` (`1..=4`) bytes of `v` little-endian at `offset`: one aligned
+    /// store when `len` is 2 or 4 and the address is aligned for it, single bytes otherwise.
+    /// Past the end is `Err(OutOfSpace)` and writes nothing.
+    ///
+    /// # Safety
+    /// As [`LaneOut::put`] for the `len` bytes at `offset`.
+    #[inline(always)]
+    pub unsafe fn put_le(&self, offset: usize, v: u32, len: usize) -> Result<(), OutOfSpace> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len && len <= 4 => {
+                // SAFETY: in bounds (checked); no concurrent access to these bytes (the caller);
+                // the wide stores only where the address is aligned for them (checked).
+                unsafe {
+                    let p = self.ptr.add(offset);
+                    if len == 4 && (p as usize).is_multiple_of(4) {
+                        p.cast::<u32>().write(v);
+                    } else if len == 2 && (p as usize).is_multiple_of(2) {
+                        p.cast::<u16>().write(v as u16);
+                    } else {
+                        for k in 0..len {
+                            p.add(k).write((v >> (8 * k)) as u8);
+                        }
+                    }
+                }
                 Ok(())
             }
             _ => Err(OutOfSpace { offset }),

@@ -37,6 +37,7 @@
 //! | 11   | `OutputTooSmall`        | `need`               | `have`       |
 //! | 12   | `WrongDType`            | `frame` (`DType`)    | `expected`   |
 //! | 13   | `InputTooLarge`         | `bytes`              | 0            |
+//! | 14   | `ScratchTooSmall`       | `need`               | `have`       |
 //!
 //! A `Corrupt` record cannot carry its `reason` (a string in the device's memory);
 //! [`frame_error`] takes the reason from its caller (the host re-decodes the one failing frame
@@ -85,6 +86,8 @@ pub mod code {
     pub const WRONG_DTYPE: u32 = 12;
     /// `FrameError::InputTooLarge`.
     pub const INPUT_TOO_LARGE: u32 = 13;
+    /// `FrameError::ScratchTooSmall`.
+    pub const SCRATCH_TOO_SMALL: u32 = 14;
 }
 
 /// `v` as a `u32`, saturated.
@@ -109,6 +112,7 @@ pub fn error_record(e: &FrameError) -> [u32; 3] {
         FrameError::OutputTooSmall { need, have } => [code::OUTPUT_TOO_SMALL, sat(need), sat(have)],
         FrameError::WrongDType { frame, expected } => [code::WRONG_DTYPE, frame as u32, expected as u32],
         FrameError::InputTooLarge { bytes } => [code::INPUT_TOO_LARGE, sat(bytes), 0],
+        FrameError::ScratchTooSmall { need, have } => [code::SCRATCH_TOO_SMALL, sat(need), sat(have)],
     }
 }
 
@@ -149,6 +153,10 @@ pub fn frame_error(code: u32, a: u32, b: u32, reason: &'static str) -> Option<Fr
             expected: DType::from_u8(byte(b)?)?,
         },
         code::INPUT_TOO_LARGE => FrameError::InputTooLarge { bytes: a as usize },
+        code::SCRATCH_TOO_SMALL => FrameError::ScratchTooSmall {
+            need: a as usize,
+            have: b as usize,
+        },
         _ => return None,
     })
 }
@@ -372,6 +380,7 @@ mod tests {
             expected: DType::Bf16,
         },
         FrameError::InputTooLarge { bytes: 5 },
+        FrameError::ScratchTooSmall { need: 7, have: 6 },
     ];
 
     #[test]

@@ -245,25 +245,27 @@ impl Toolchain {
     }
 
     /// `ptxas --verbose` over `ptx` for `arch` (`sm_90`): its report (registers, spills, shared
-    /// memory per entry). Fails if ptxas rejects the module. Compiles functions on every core
-    /// (`--split-compile 0`): the module's collective kernels take minutes on one.
+    /// memory per entry). Fails if ptxas rejects the module. One thread, so the report is the
+    /// same from run to run: with `--split-compile`, the spill bytes of the same kernel were
+    /// seen to differ between two runs on one machine.
     pub fn ptxas_verbose(&self, ptx: &Path, arch: &str) -> Result<String, BuildError> {
-        self.ptxas(ptx, arch).map(|(report, _)| report)
+        self.ptxas(ptx, arch, 1).map(|(report, _)| report)
     }
 
-    /// Compiles `ptx` ahead of time for `arch` (`sm_90`) with ptxas (as [`Self::ptxas_verbose`])
-    /// and returns the path of the `.cubin`, beside the PTX.
+    /// Compiles `ptx` ahead of time for `arch` (`sm_90`) with ptxas on every core
+    /// (`--split-compile 0`: the module's collective kernels take minutes on one) and returns
+    /// the path of the `.cubin`, beside the PTX. Fails if ptxas rejects the module.
     pub fn cubin(&self, ptx: &Path, arch: &str) -> Result<PathBuf, BuildError> {
-        self.ptxas(ptx, arch).map(|(_, cubin)| cubin)
+        self.ptxas(ptx, arch, 0).map(|(_, cubin)| cubin)
     }
 
-    /// ptxas's verbose report and the cubin it wrote.
-    fn ptxas(&self, ptx: &Path, arch: &str) -> Result<(String, PathBuf), BuildError> {
+    /// ptxas's verbose report and the cubin it wrote, compiling on `threads` threads (0: every core).
+    fn ptxas(&self, ptx: &Path, arch: &str, threads: u32) -> Result<(String, PathBuf), BuildError> {
         let cubin = ptx.with_extension(format!("{arch}.cubin"));
         let mut cmd = Command::new(&self.ptxas);
         cmd.arg(format!("-arch={arch}"))
             .arg("--verbose")
-            .args(["--split-compile", "0"])
+            .args(["--split-compile", &threads.to_string()])
             .arg(ptx)
             .arg("-o")
             .arg(&cubin);

@@ -34,3 +34,5 @@ impl<const W: u32> Grid for Wave<W> {
         amdgpu::s_memrealtime() * 10
     }
 }
+
+impl<const W: u32> crate::Thread for Wave<W> {}

@@ -38,7 +38,7 @@ impl Grid for NvptxWarp {
     fn clock_ns(self) -> u64 {
         let t: u64;
         // SAFETY: reads the %globaltimer special register; no memory is accessed.
-        unsafe { asm!("mov.u64 {t}, %globaltimer;", t = out(reg64) t) };
+        unsafe { asm!("mov.u64 {t}, %globaltimer;", t = out(reg64) t, options(nomem, nostack)) };
         t
     }
 }
@@ -50,9 +50,31 @@ impl SharedMem for NvptxWarp {
         // SAFETY: reads %dynamic_smem_size and converts the shared-window address of the
         // module's extern shared array to a generic pointer; no memory is accessed.
         unsafe {
-            asm!("mov.u32 {s}, %dynamic_smem_size;", s = out(reg32) size);
-            asm!("cvta.shared.u64 {p}, zc_dynamic_smem;", p = out(reg64) base);
+            asm!("mov.u32 {s}, %dynamic_smem_size;", s = out(reg32) size, options(pure, nomem, nostack));
+            asm!("cvta.shared.u64 {p}, zc_dynamic_smem;", p = out(reg64) base, options(pure, nomem, nostack));
         }
         (base as *mut u8, size)
+    }
+}
+
+impl crate::Thread for NvptxWarp {
+    #[inline(always)]
+    fn mul_hi(self, a: u32, b: u32) -> u32 {
+        let r: u32;
+        // SAFETY: arithmetic on registers only.
+        unsafe {
+            asm!("mul.hi.u32 {r}, {a}, {b};", r = out(reg32) r, a = in(reg32) a, b = in(reg32) b, options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[inline(always)]
+    fn byte_perm(self, a: u32, b: u32, sel: u32) -> u32 {
+        let r: u32;
+        // SAFETY: arithmetic on registers only. `sel & 0x7777` keeps PTX's sign-replicate bits off.
+        unsafe {
+            asm!("prmt.b32 {r}, {a}, {b}, {s};", r = out(reg32) r, a = in(reg32) a, b = in(reg32) b,
+                 s = in(reg32) sel & 0x7777, options(pure, nomem, nostack))
+        };
+        r
     }
 }

@@ -35,3 +35,5 @@ impl<const W: u32> SharedMem for SimWarp<W> {
         (b.shared, b.shared_bytes)
     }
 }
+
+impl<const W: u32> crate::Thread for SimWarp<W> {}

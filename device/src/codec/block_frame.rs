@@ -1,0 +1,490 @@
+//! Block frames (format version [`BLOCK_FRAME_VERSION`]): a frame coded by every thread of one
+//! block, with its tables in block-shared memory, for codec kernels that give a frame a whole
+//! block. The header is [`FrameHeader`]'s; the payload is laid out as in version 1
+//! (`frame_codec`: RAW, or the raw plane then the coder's section), and the coder's section is
+//! the [`BlockCoder`]'s own.
+//!
+//! | codec id | payload                                                          | coded by            |
+//! |----------|------------------------------------------------------------------|---------------------|
+//! | `Raw`    | the data as is                                                   | 16-byte copies      |
+//! | `ExpAns` | raw plane, then [`ExpAns`]'s block section (segments of 8192 words) | `exp_ans::block` |
+//!
+//! Other codec ids are `UnknownCodec` in a block frame until they have a block coder; the warp
+//! frame codec (`frame_codec`, version 1) still serves the communication kernels, whose channel
+//! is one warp, and rejects these frames as `UnsupportedVersion` (as this codec rejects its).
+//!
+//! **Encoding** makes one pass over the input: thread `t` takes chunks `t, t + B, ..` of 32
+//! split words (16-byte loads when aligned), adds their checksum terms, writes their part of
+//! the raw plane (32 words x `R` bits are `R` whole u32) and lets the coder count their
+//! symbols; then the coder codes the symbols (reading them again) and the header goes last.
+//! A frame that would not be smaller than the data is RAW, as in version 1.
+//!
+//! **Decoding** checks what `frame_codec` checks, in the same order; the coder hands each
+//! decoded symbol to the frame layer, which joins it with its raw bits, stores the word and
+//! adds its checksum term in the same step, so the output is never read back.
+//!
+//! The bytes do not depend on the block size or the warp width. `scratch` is the block's
+//! shared memory: at least [`encode_scratch_bytes`] / [`decode_scratch_bytes`].
+
+use super::frame_codec::{check_encode_args, window};
+use super::{CodecId, Coded, ExpAns, LaneOut, OutOfSpace};
+use crate::bits::{le_word, packed_bytes, read_bits};
+use crate::block::{block_sum, Scratch, REDUCE_WORDS};
+use crate::dtype::Split;
+use crate::frame::{checksum_term, FrameError, FrameHeader, BLOCK_FRAME_VERSION, HEADER_BYTES};
+use zipcoll_targets::{Warp, Word, V4};
+
+/// Split words of a block frame at most: 2^20 (2 MiB of bf16, 4 MiB of f32).
+pub const MAX_FRAME_WORDS: usize = 1 << 20;
+/// Split words per thread per step of the encoder's pass over the input.
+const CHUNK: usize = 32;
+
+/// Bytes of one split word: 4 for f32, 2 for the others (an fp8 word holds two elements).
+const fn word_bytes<T: Split>() -> usize {
+    T::DTYPE.size_bytes() * T::ELEMS_PER_WORD
+}
+
+/// Codes a frame's exponent symbols with every thread of a block (see the module docs).
+///
+/// All functions are called by every thread of the block, converged, with the same arguments.
+pub trait BlockCoder {
+    /// This coder's id in frame headers.
+    const ID: CodecId;
+    /// What the encoder keeps in shared memory between counting and coding.
+    type Encoder: Copy;
+    /// Shared-memory bytes the encoder takes from the scratch for a block of `block_dim` threads.
+    fn encode_scratch_bytes(block_dim: u32) -> usize;
+    /// Shared-memory bytes the decoder takes.
+    fn decode_scratch_bytes(block_dim: u32) -> usize;
+    /// Takes and initializes the encoder's shared memory (ends with a block barrier).
+    fn begin<W: Warp>(w: W, scratch: &mut Scratch) -> Result<Self::Encoder, FrameError>;
+    /// Counts one symbol (any thread, any number of times, between `begin` and `encode`).
+    fn count<W: Warp>(w: W, enc: Self::Encoder, symbol: u8);
+    /// Codes symbols `sym(0..words)` (each `< 2^symbol_bits`) into `out`, from its start.
+    /// `Err(OutOfSpace)` (on every thread) when they do not fit: the frame is then RAW.
+    fn encode<W: Warp>(
+        w: W,
+        enc: Self::Encoder,
+        words: usize,
+        symbol_bits: u32,
+        sym: impl Fn(usize) -> u8,
+        out: LaneOut<'_>,
+    ) -> Result<Coded, OutOfSpace>;
+    /// Decodes `words` symbols from exactly `coded`, handing them to `put(i, symbol, valid)`:
+    /// every lane of a warp calls `put` together (converged), once per step, with `valid` on
+    /// the lanes that carry a symbol; each `i < words` is handed once. Reads stay in `coded`;
+    /// the result is the same on every thread.
+    #[allow(clippy::too_many_arguments)]
+    fn decode<W: Warp>(
+        w: W,
+        scratch: Scratch,
+        words: usize,
+        symbol_bits: u32,
+        params: u16,
+        params2: u32,
+        coded: &[u8],
+        put: impl FnMut(usize, u8, bool),
+    ) -> Result<(), FrameError>;
+}
+
+/// Shared-memory bytes [`encode_block_frame`] needs with coder `C` for `block_dim` threads.
+pub fn encode_scratch_bytes<C: BlockCoder>(block_dim: u32) -> usize {
+    4 * REDUCE_WORDS + 16 + C::encode_scratch_bytes(block_dim)
+}
+
+/// Shared-memory bytes [`decode_block_frame`] needs for `block_dim` threads (any codec).
+pub fn decode_scratch_bytes(block_dim: u32) -> usize {
+    4 * REDUCE_WORDS + 16 + ExpAns::decode_scratch_bytes(block_dim)
+}
+
+/// The elements' bytes.
+#[inline(always)]
+fn as_bytes<T: Split>(input: &[T::Bits]) -> &[u8] {
+    // SAFETY: `T::Bits` is a plain integer (u8, u16 or u32): every byte is initialized, any
+    // alignment suits u8, and the length is the slice's size in bytes.
+    unsafe { core::slice::from_raw_parts(input.as_ptr().cast::<u8>(), core::mem::size_of_val(input)) }
+}
+
+/// Split word `i` of the elements' bytes (little-endian, zero past the end).
+#[inline(always)]
+fn split_word<T: Split>(bytes: &[u8], i: usize) -> u32 {
+    let wb = word_bytes::<T>();
+    let at = i * wb;
+    let p = bytes.as_ptr() as usize + at;
+    if at + wb <= bytes.len() && p.is_multiple_of(wb) {
+        // SAFETY: in bounds (checked) and aligned for the read (checked).
+        unsafe {
+            if wb == 2 {
+                bytes.as_ptr().add(at).cast::<u16>().read() as u32
+            } else {
+                bytes.as_ptr().add(at).cast::<u32>().read()
+            }
+        }
+    } else {
+        let mut v = 0u32;
+        for k in 0..wb {
+            if let Some(b) = bytes.get(at + k) {
+                v |= (*b as u32) << (8 * k);
+            }
+        }
+        v
+    }
+}
+
+/// The exponent symbol of split word `i`.
+#[inline(always)]
+fn symbol_of<T: Split>(bytes: &[u8], i: usize) -> u8 {
+    T::split(T::Word::from_bits64(split_word::<T>(bytes, i) as u64)).0
+}
+
+/// The little-endian u32 words `c * U .. (c + 1) * U` of `bytes` (zero past the end), with
+/// `U = 8 x word_bytes` (one chunk of 32 split words): four at a time when the chunk is whole
+/// and 16-byte aligned.
+#[inline(always)]
+fn load_chunk<W: Warp, T: Split>(w: W, bytes: &[u8], c: usize) -> [u32; CHUNK] {
+    let units = 8 * word_bytes::<T>();
+    let at = c * units * 4;
+    let mut v = [0u32; CHUNK];
+    let p = bytes.as_ptr();
+    if at + units * 4 <= bytes.len() && (p as usize + at).is_multiple_of(16) {
+        for q in 0..units / 4 {
+            // SAFETY: 16 bytes inside `bytes` (checked above), 16-byte aligned (checked).
+            let x = unsafe { w.load_v4(p.add(at + 16 * q).cast::<V4>()) };
+            v[4 * q..4 * q + 4].copy_from_slice(&x.0);
+        }
+    } else {
+        for (k, slot) in v.iter_mut().enumerate().take(units) {
+            *slot = le_word(bytes, at / 4 + k);
+        }
+    }
+    v
+}
+
+/// Split word `m` of a chunk loaded by [`load_chunk`].
+#[inline(always)]
+fn chunk_word<T: Split>(v: &[u32; CHUNK], m: usize) -> u32 {
+    if word_bytes::<T>() == 2 {
+        (v[m / 2] >> (16 * (m % 2))) & 0xFFFF
+    } else {
+        v[m]
+    }
+}
+
+/// The encoder's pass over the input: chunks `tid, tid + B, ..` of 32 split words. Returns this
+/// thread's share of the checksum; writes the raw plane (when `coder` is given) and counts the
+/// symbols.
+fn first_pass<W: Warp, T: Split, C: BlockCoder>(
+    w: W,
+    bytes: &[u8],
+    words: usize,
+    coder: Option<C::Encoder>,
+    out: LaneOut<'_>,
+) -> u32 {
+    let r = T::RAW_BITS as usize;
+    let units = 8 * word_bytes::<T>();
+    let plane_words = packed_bytes(words, T::RAW_BITS) / 4;
+    let mut acc = 0u32;
+    let mut c = w.thread_idx() as usize;
+    while c * CHUNK < words {
+        let v = load_chunk::<W, T>(w, bytes, c);
+        // this thread: split words c*32 .. c*32 + 32 as u32 words (zero past the input)
+        for (k, word) in v.iter().enumerate().take(units) {
+            let j = c * units + k;
+            if j * 4 < bytes.len() {
+                acc = acc.wrapping_add(checksum_term(*word, j as u32));
+            }
+        }
+        if let Some(enc) = coder {
+            let mut bitbuf = 0u64;
+            let mut nbits = 0usize;
+            let mut k = 0usize;
+            for m in 0..CHUNK {
+                let i = c * CHUNK + m;
+                let (s, raw) = T::split(T::Word::from_bits64(chunk_word::<T>(&v, m) as u64));
+                let raw = if i < words {
+                    C::count(w, enc, s);
+                    raw.to_bits64()
+                } else {
+                    0
+                };
+                bitbuf |= raw << nbits;
+                nbits += r;
+                while nbits >= 32 {
+                    let at = c * r + k;
+                    if at < plane_words {
+                        // In bounds: the plane is shorter than the data, which `out` holds.
+                        // SAFETY: plane words `c * R .. (c + 1) * R` belong to chunk `c`, which
+                        // only this thread handles.
+                        let _ = unsafe { out.put_le(HEADER_BYTES + 4 * at, bitbuf as u32, 4) };
+                    }
+                    bitbuf >>= 32;
+                    nbits -= 32;
+                    k += 1;
+                }
+            }
+        }
+        c += w.block_dim() as usize;
+    }
+    acc
+}
+
+/// Copies `len` bytes of `src` to `dst` from `dst_at` (16 bytes at a time when both are
+/// aligned), thread-stride over the block; returns this thread's share of their checksum.
+fn copy_summed<W: Warp>(w: W, src: &[u8], dst: LaneOut<'_>, dst_at: usize, len: usize) -> u32 {
+    let tid = w.thread_idx() as usize;
+    let step = w.block_dim() as usize;
+    let mut acc = 0u32;
+    let fast = (src.as_ptr() as usize).is_multiple_of(16)
+        && (dst.as_mut_ptr() as usize + dst_at).is_multiple_of(16)
+        && src.len() >= len
+        && dst.len() >= dst_at + len;
+    let whole = if fast { len / 16 } else { 0 };
+    let mut q = tid;
+    while q < whole {
+        // SAFETY: bytes `16q .. 16q + 16 <= len <= src.len()`, 16-byte aligned (checked).
+        let v = unsafe { w.load_v4(src.as_ptr().add(16 * q).cast::<V4>()) };
+        // SAFETY: `dst_at + 16q + 16 <= dst.len()`, aligned (checked); block `q` is this thread's.
+        unsafe { w.store_v4(dst.as_mut_ptr().add(dst_at + 16 * q).cast::<V4>(), v) };
+        for (k, word) in v.0.iter().enumerate() {
+            acc = acc.wrapping_add(checksum_term(*word, (4 * q + k) as u32));
+        }
+        q += step;
+    }
+    let mut j = whole * 4 + tid;
+    while j * 4 < len {
+        let word = le_word(&src[..len.min(src.len())], j);
+        let n = (len - j * 4).min(4);
+        // SAFETY: word `j` is this thread's; `put_le` checks the bounds.
+        let _ = unsafe { dst.put_le(dst_at + 4 * j, word, n) };
+        acc = acc.wrapping_add(checksum_term(word, j as u32));
+        j += step;
+    }
+    acc
+}
+
+/// Writes `header` (thread 0) after a block barrier, so every thread's payload writes are done.
+fn finish<W: Warp>(w: W, header: FrameHeader, out: LaneOut<'_>) -> usize {
+    w.block_sync();
+    if w.thread_idx() == 0 {
+        // In bounds: every caller checked `out` holds a whole frame.
+        // SAFETY: only thread 0 writes the header.
+        let _ = unsafe { out.put(0, &header.to_bytes()) };
+    }
+    HEADER_BYTES + header.payload_bytes as usize
+}
+
+/// A version-2 header.
+fn header<T: Split>(
+    codec: CodecId,
+    params: u16,
+    params2: u32,
+    raw_bytes: u32,
+    payload: u32,
+    checksum: u32,
+) -> FrameHeader {
+    FrameHeader::new(codec, T::DTYPE, params, params2, raw_bytes, payload, checksum).with_version(BLOCK_FRAME_VERSION)
+}
+
+/// The frame layer's scratch: the reductions' words (`need` names what the caller needs).
+fn frame_tmp(scratch: &mut Scratch, need: usize) -> Result<*mut u32, FrameError> {
+    let have = scratch.len();
+    scratch
+        .take::<u32>(REDUCE_WORDS)
+        .ok_or(FrameError::ScratchTooSmall { need, have })
+}
+
+/// Encodes `input` into one block frame in `out` with coder `C` (RAW when that is not
+/// smaller); returns the frame's bytes, at most `max_encoded_len::<T>(input.len())`. Called by
+/// every thread of the block with the same arguments.
+///
+/// `Err(OutputTooSmall)` if `out` is shorter than `max_encoded_len`, `Err(InputTooLarge)` past
+/// [`MAX_FRAME_WORDS`], `Err(ScratchTooSmall)` if `scratch` is smaller than
+/// [`encode_scratch_bytes`].
+pub fn encode_block_frame<W: Warp, T: Split, C: BlockCoder>(
+    w: W,
+    scratch: Scratch,
+    input: &[T::Bits],
+    out: LaneOut<'_>,
+) -> Result<usize, FrameError> {
+    let raw_bytes = check_encode_args::<T>(input.len(), &out)?;
+    let words = input.len().div_ceil(T::ELEMS_PER_WORD);
+    if words > MAX_FRAME_WORDS {
+        return Err(FrameError::InputTooLarge {
+            bytes: raw_bytes as usize,
+        });
+    }
+    let mut scratch = scratch;
+    let have = scratch.len();
+    let too_small = FrameError::ScratchTooSmall {
+        need: encode_scratch_bytes::<C>(w.block_dim()),
+        have,
+    };
+    let tmp = scratch.take::<u32>(REDUCE_WORDS).ok_or(too_small)?;
+    let bytes = as_bytes::<T>(input);
+    let plane_bytes = packed_bytes(words, T::RAW_BITS);
+    let coder = if plane_bytes < raw_bytes as usize {
+        Some(C::begin(w, &mut scratch).map_err(|_| too_small)?)
+    } else {
+        None
+    };
+    let acc = first_pass::<W, T, C>(w, bytes, words, coder, out);
+    // SAFETY: `tmp` is this call's; the block has at most REDUCE_WORDS warps (1024 threads).
+    let checksum = unsafe { block_sum(w, tmp, acc) }.wrapping_add(raw_bytes);
+    // every thread: the checksum of the whole input; the plane and the counts are complete
+    if let Some(enc) = coder {
+        let budget = raw_bytes as usize - plane_bytes - 1;
+        let coded_out = window(out, HEADER_BYTES + plane_bytes, budget);
+        let sym = |i: usize| symbol_of::<T>(bytes, i);
+        if let Ok(Coded { len, params, params2 }) = C::encode(w, enc, words, T::SYMBOL_BITS, sym, coded_out) {
+            if len <= budget {
+                let payload = (plane_bytes + len) as u32;
+                let h = header::<T>(C::ID, params, params2, raw_bytes, payload, checksum);
+                return Ok(finish(w, h, out));
+            }
+        }
+        // every thread: the coder gave up; the plane's bytes are overwritten below
+        w.block_sync();
+    }
+    copy_summed(w, bytes, out, HEADER_BYTES, raw_bytes as usize);
+    let h = header::<T>(CodecId::Raw, 0, 0, raw_bytes, raw_bytes, checksum);
+    Ok(finish(w, h, out))
+}
+
+/// Encodes `input` as a RAW block frame (header + the elements' bytes, one pass): as
+/// [`encode_block_frame`] without a coder.
+pub fn encode_block_raw_frame<W: Warp, T: Split>(
+    w: W,
+    scratch: Scratch,
+    input: &[T::Bits],
+    out: LaneOut<'_>,
+) -> Result<usize, FrameError> {
+    let raw_bytes = check_encode_args::<T>(input.len(), &out)?;
+    let mut scratch = scratch;
+    let tmp = frame_tmp(&mut scratch, 4 * REDUCE_WORDS)?;
+    let acc = copy_summed(w, as_bytes::<T>(input), out, HEADER_BYTES, raw_bytes as usize);
+    // SAFETY: `tmp` is this call's; at most REDUCE_WORDS warps.
+    let checksum = unsafe { block_sum(w, tmp, acc) }.wrapping_add(raw_bytes);
+    let h = header::<T>(CodecId::Raw, 0, 0, raw_bytes, raw_bytes, checksum);
+    Ok(finish(w, h, out))
+}
+
+/// Decodes one block frame of `T` elements from `frame` into `out` (the elements' bytes,
+/// little-endian); returns the number of elements. Called by every thread of the block with the
+/// same arguments; the checks and errors are `decode_frame`'s (version 1 frames are
+/// `UnsupportedVersion`), plus `ScratchTooSmall`. On `Err`, `out` may have been partly written.
+pub fn decode_block_frame<W: Warp, T: Split>(
+    w: W,
+    scratch: Scratch,
+    frame: &[u8],
+    out: LaneOut<'_>,
+) -> Result<usize, FrameError> {
+    let h = FrameHeader::parse_version(frame, BLOCK_FRAME_VERSION)?;
+    let dtype = h.dtype_id().ok_or(FrameError::UnknownDType { found: h.dtype })?;
+    if dtype != T::DTYPE {
+        return Err(FrameError::WrongDType {
+            frame: dtype,
+            expected: T::DTYPE,
+        });
+    }
+    let size = T::DTYPE.size_bytes();
+    let raw_bytes = h.raw_bytes as usize;
+    if !raw_bytes.is_multiple_of(size) || raw_bytes > out.len() {
+        return Err(FrameError::BadRawLength {
+            raw_bytes: h.raw_bytes,
+            capacity: out.len(),
+        });
+    }
+    let n = raw_bytes / size;
+    let words = n.div_ceil(T::ELEMS_PER_WORD);
+    if words > MAX_FRAME_WORDS {
+        return Err(FrameError::BadRawLength {
+            raw_bytes: h.raw_bytes,
+            capacity: MAX_FRAME_WORDS * word_bytes::<T>(),
+        });
+    }
+    let payload = frame
+        .get(HEADER_BYTES..HEADER_BYTES + h.payload_bytes as usize)
+        .ok_or(FrameError::Truncated {
+            need: HEADER_BYTES + h.payload_bytes as usize,
+            have: frame.len(),
+        })?;
+    let mut scratch = scratch;
+    let tmp = frame_tmp(&mut scratch, decode_scratch_bytes(w.block_dim()))?;
+    let acc = match h.codec_id() {
+        Some(CodecId::Raw) => {
+            if payload.len() != raw_bytes {
+                return Err(CodecId::Raw.corrupt(HEADER_BYTES, "payload length is not the raw length"));
+            }
+            if h.params != 0 || h.params2 != 0 {
+                return Err(CodecId::Raw.corrupt(6, "parameters are not zero"));
+            }
+            copy_summed(w, payload, out, 0, raw_bytes)
+        }
+        Some(CodecId::ExpAns) => decode_split::<W, T, ExpAns>(w, scratch, &h, words, raw_bytes, payload, out)?,
+        _ => return Err(FrameError::UnknownCodec { found: h.codec }),
+    };
+    // SAFETY: `tmp` is this call's; at most REDUCE_WORDS warps.
+    let computed = unsafe { block_sum(w, tmp, acc) }.wrapping_add(raw_bytes as u32);
+    if computed != h.raw_checksum {
+        return Err(FrameError::RawChecksum {
+            stored: h.raw_checksum,
+            computed,
+        });
+    }
+    Ok(n)
+}
+
+/// Decodes a split payload with coder `C`: joins each symbol with its raw bits, stores the word
+/// and adds its checksum term as it goes. Returns this thread's share of the checksum.
+fn decode_split<W: Warp, T: Split, C: BlockCoder>(
+    w: W,
+    scratch: Scratch,
+    h: &FrameHeader,
+    words: usize,
+    raw_bytes: usize,
+    payload: &[u8],
+    out: LaneOut<'_>,
+) -> Result<u32, FrameError> {
+    let r = T::RAW_BITS;
+    let wb = word_bytes::<T>();
+    let plane_bytes = packed_bytes(words, r);
+    let (plane, coded) = match (payload.get(..plane_bytes), payload.get(plane_bytes..)) {
+        (Some(p), Some(c)) => (p, c),
+        _ => return Err(C::ID.corrupt(HEADER_BYTES, "raw plane truncated")),
+    };
+    let mut acc = 0u32;
+    let put = |i: usize, s: u8, valid: bool| {
+        let word = if valid {
+            let raw = read_bits(plane, i * r as usize, r).unwrap_or(0);
+            T::join(s, T::Raw::from_bits64(raw as u64)).to_bits64() as u32
+        } else {
+            0
+        };
+        let at = i * wb;
+        if valid {
+            // In bounds: `put_le` checks; `at < raw_bytes <= out.len()` for every valid `i`.
+            // SAFETY: word `i` is handed to one lane once (the `BlockCoder` contract) and owns
+            // bytes `at .. at + wb` of `out`.
+            let _ = unsafe { out.put_le(at, word, (raw_bytes - at).min(wb)) };
+        }
+        // every lane of the warp: its word (0 where not valid); pairs of 2-byte words make a
+        // checksum word (steps start at even `i`, so the pair is this lane and the next)
+        let (value, j, counts) = if wb == 4 {
+            (word, i, valid)
+        } else {
+            let high = w.shfl_down_u32(W::FULL, word, 1);
+            (word | high << 16, i / 2, valid && i.is_multiple_of(2))
+        };
+        if counts && j * 4 < raw_bytes {
+            let keep = raw_bytes - j * 4;
+            let value = if keep < 4 {
+                value & ((1u32 << (8 * keep)) - 1)
+            } else {
+                value
+            };
+            acc = acc.wrapping_add(checksum_term(value, j as u32));
+        }
+    };
+    C::decode(w, scratch, words, T::SYMBOL_BITS, h.params, h.params2, coded, put)?;
+    Ok(acc)
+}
