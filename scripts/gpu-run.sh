@@ -14,6 +14,9 @@
 # | inspect     | `zipcoll inspect --gpu` over the tensors                                    |
 # | comm        | the all_reduce example on every GPU; `zipcoll-comm check` over P2P and NET (bit for bit vs the reference and the simulator), NCCL on the same inputs within float tolerance; `zipcoll-comm kill` over both |
 # | comm_sanitizer | the all_reduce example, small, every rank under compute-sanitizer memcheck |
+# | bench_block | block frames (one CTA per frame) against warp frames and nvCOMP ANS on the same tensors, one invocation; the block kernels' ptxas resources |
+# | crosscheck_block | block frames: GPU bytes == sim bytes, each side decodes the other's |
+# | ncu_block   | Nsight Compute on the bf16 block ExpAns encoder and decoder (speed of light, occupancy, warp stalls) |
 # | gpu_tests   | the host's GPU-only tests (.gpu/tests, from gpu-pack.sh) with ZIPCOLL_REQUIRE_GPU=1: they fail, not skip, if the GPU path breaks |
 #
 # COMM_RANKS=2 runs the comm steps with two ranks (on one GPU: P2P over CUDA IPC within the
@@ -64,6 +67,19 @@ for step in $STEPS; do
       run bench_normal .gpu/bin/zipcoll-bench codec --sizes "${BENCH_SIZES:-1M,16M,256M,1G}" --dtype bf16,f16,f32,f8e4m3 --out "$LOGS/bench_normal.csv"
       run bench_tensors .gpu/bin/zipcoll-bench codec --files $T --out "$LOGS/bench_tensors.csv"
       run nvcomp python3 benches/gpu/nvcomp_baseline.py $T ;;
+    bench_block)
+      python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+      cuobjdump --dump-resource-usage "${ZIPCOLL_CUDA_MODULE:-/tmp/zipcoll.sm_90.cubin}" 2>&1 \
+        | grep -A1 "block_frames" >"$LOGS/resources_block.log"
+      run bench_block .gpu/bin/zipcoll-bench codec --files $T --codec raw,expans --unit warp,block \
+        --frame-elems "${BLOCK_FRAME_ELEMS:-32768}" --out "$LOGS/bench_block.csv"
+      run nvcomp python3 benches/gpu/nvcomp_baseline.py $T ;;
+    crosscheck_block) run crosscheck_block .gpu/bin/zipcoll-bench crosscheck --unit block --codec raw,expans --sizes "${CROSS_SIZES:-1M,12345}" --frame-elems 32768 ;;
+    ncu_block)
+      mkdir -p $T/ncu && ln -sf $T/normal_bf16.bin $T/ncu/normal_bf16.bin
+      run ncu_block ncu --kernel-name regex:'block_frames__bf16' --launch-count 4 --section SpeedOfLight \
+        --section Occupancy --section WarpStateStats --section LaunchStats --section MemoryWorkloadAnalysis \
+        .gpu/bin/zipcoll-bench codec --files $T/ncu --codec raw,expans --unit block --frame-elems 32768 --repeats 1 --warmup 0 ;;
     comm)
       R=${COMM_RANKS:+--ranks $COMM_RANKS}
       run comm_example .gpu/bin/all_reduce --count 3000000 $R

@@ -347,9 +347,10 @@ impl<'a> Plan<'a> {
                 }
                 Role::Coder => {
                     let ty = format_ident!("{}", variant.codec?.name);
+                    let bound = format_ident!("{}", generic.bound);
                     (
                         quote!(::zipcoll_device::codec::#ty),
-                        quote!(::zipcoll_device::codec::SymbolCoder),
+                        quote!(::zipcoll_device::codec::#bound),
                         None,
                     )
                 }

@@ -14,7 +14,8 @@ pub(crate) enum Role {
     Elem,
     /// Bounded by `RedOp`: the op dimension.
     RedOp,
-    /// Bounded by `SymbolCoder`: the codec dimension.
+    /// Bounded by `SymbolCoder` (a warp's coder) or `BlockCoder` (a block's): the codec
+    /// dimension.
     Coder,
 }
 
@@ -38,7 +39,7 @@ impl Role {
             Role::Warp => &["Warp"],
             Role::Elem => &["Elem", "Split"],
             Role::RedOp => &["RedOp"],
-            Role::Coder => &["SymbolCoder"],
+            Role::Coder => &["SymbolCoder", "BlockCoder"],
         }
     }
 }

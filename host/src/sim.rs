@@ -226,3 +226,112 @@ pub(crate) fn decode_one_frame<const W: u32, T: Split>(
         .flatten()
         .ok_or_else(|| Error::Sim("lane 0 of the decoding warp returned no result".into()))
 }
+
+/// The geometry of the block codec kernels: one block of `BLOCK_THREADS` threads per frame (at
+/// most [`MAX_BLOCKS`], block-stride), `shared` bytes of shared memory each.
+fn block_frames_config(nframes: usize, shared: usize) -> LaunchConfig {
+    let blocks = nframes.clamp(1, MAX_BLOCKS as usize) as u32;
+    LaunchConfig::new(blocks, kernels::block_codec::BLOCK_THREADS).with_shared_bytes(shared as u32)
+}
+
+/// `encode_block_frames` with `codec`'s block coder, or `encode_block_raw_frames` for
+/// [`CodecId::Raw`], on 32-lane warps. A codec without a block coder is
+/// [`Error::InvalidArgument`].
+pub(crate) fn encode_block_frames<T: Split>(
+    codec: CodecId,
+    data: &[u8],
+    frame_elems: usize,
+    slot_bytes: usize,
+) -> Result<Slots> {
+    let encoder: Encoder<32, T::Bits> = match codec {
+        CodecId::Raw => kernels::encode_block_raw_frames::<SimWarp<32>, T>,
+        CodecId::ExpAns => kernels::encode_block_frames::<SimWarp<32>, T, codec::ExpAns>,
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "{} has no block coder yet",
+                other.name()
+            )))
+        }
+    };
+    let input: Vec<T::Bits> = words_from_le(data);
+    let n = input.len();
+    let nframes = n.div_ceil(frame_elems);
+    let mut bytes = vec![0u8; nframes * slot_bytes];
+    let mut frame_bytes = vec![0u32; nframes];
+    let (pi, po, pl) = (
+        SharedPtr(input.as_ptr().cast_mut()),
+        SharedPtr(bytes.as_mut_ptr()),
+        SharedPtr(frame_bytes.as_mut_ptr()),
+    );
+    let cfg = block_frames_config(nframes, kernels::block_codec::encode_shared_bytes());
+    run::<32>(cfg, |w| {
+        // SAFETY: as in `encode_slots`; each frame's slot and entry are written by its own
+        // block only, with the shared memory the launch gives every block.
+        unsafe { encoder(w, pi.get(), n, frame_elems, po.get(), slot_bytes, pl.get()) }
+    })?;
+    Ok(Slots { bytes, frame_bytes })
+}
+
+/// `decode_block_frames` on 32-lane warps: as [`decode_frames`] for block frames.
+pub(crate) fn decode_block_frames<T: Split>(
+    frames: &[u8],
+    offsets: &[u64],
+    lens: &[u32],
+    frame_elems: usize,
+    n: usize,
+) -> Result<(Vec<u8>, Vec<u32>)> {
+    let nframes = offsets.len().min(lens.len());
+    let mut out = vec![T::Bits::default(); n];
+    let mut status = vec![0u32; nframes * STATUS_WORDS];
+    let (pf, po, pl, pd, ps) = (
+        SharedPtr(frames.as_ptr().cast_mut()),
+        SharedPtr(offsets.as_ptr().cast_mut()),
+        SharedPtr(lens.as_ptr().cast_mut()),
+        SharedPtr(out.as_mut_ptr()),
+        SharedPtr(status.as_mut_ptr()),
+    );
+    let cfg = block_frames_config(nframes, kernels::block_codec::decode_shared_bytes());
+    run::<32>(cfg, |w| {
+        // SAFETY: as in `decode_frames`, with each frame's elements and record written by its
+        // own block only.
+        unsafe {
+            kernels::decode_block_frames::<SimWarp<32>, T>(
+                w,
+                pf.get(),
+                po.get(),
+                pl.get(),
+                nframes,
+                pd.get(),
+                frame_elems,
+                n,
+                ps.get(),
+            )
+        }
+    })?;
+    Ok((words_to_le(&out), status))
+}
+
+/// [`decode_one_frame`] for a block frame, by one block of `BLOCK_THREADS` threads.
+pub(crate) fn decode_one_block_frame<T: Split>(frame: &[u8], capacity: usize) -> Result<Result<usize, FrameError>> {
+    let mut out = vec![0u8; capacity * T::DTYPE.size_bytes()];
+    let (po, len) = (SharedPtr(out.as_mut_ptr()), out.len());
+    let result = Mutex::new(None);
+    run::<32>(block_frames_config(1, kernels::block_codec::decode_shared_bytes()), |w| {
+        let (base, bytes) = zipcoll_targets::SharedMem::shared_mem(w);
+        // SAFETY: the block's shared memory, alive for the launch.
+        let scratch = unsafe { zipcoll_device::block::Scratch::new(base, bytes as usize) };
+        // SAFETY: `out` is valid for `len` bytes until `run` returns; only this block writes it.
+        let dst = unsafe { LaneOut::from_raw(po.get(), len) };
+        let r = codec::block_frame::decode_block_frame::<SimWarp<32>, T>(w, scratch, frame, dst);
+        if zipcoll_targets::Grid::thread_idx(w) == 0 {
+            if let Ok(mut slot) = result.lock() {
+                *slot = Some(r);
+            }
+        }
+    })?;
+    result
+        .into_inner()
+        .ok()
+        .flatten()
+        .ok_or_else(|| Error::Sim("thread 0 of the decoding block returned no result".into()))
+}

@@ -5,7 +5,8 @@
 
 use zipcoll_host::codec::cuda::CudaCodec;
 use zipcoll_host::codec::{
-    check_decode_status, decode, decode_stream, encode, pack_slots, parse_stream, slot_bytes, Encoded, FRAME_ALIGN,
+    check_decode_status, decode, decode_stream, encode, encode_with, pack_slots, parse_stream, slot_bytes, Encoded,
+    FrameUnit, FRAME_ALIGN,
 };
 use zipcoll_host::{cuda, testdata, Backend, CodecId, DType, Error, FrameError};
 
@@ -334,21 +335,31 @@ fn cuda_matches_sim_or_reports_why() {
             assert_eq!(decode(gpu, &sim).unwrap(), data);
             assert_eq!(decode_stream(Backend::Sim, DType::Bf16, &enc.bytes).unwrap(), data);
         }
-        Err(Error::BackendUnavailable {
+        Err(e) => assert_gpu_unavailable(e, &sim),
+    }
+}
+
+/// The error of a CUDA call on a machine where CUDA cannot run must say why, typed: no driver
+/// (then every other CUDA entry fails the same way) or no kernels built; either fails under
+/// `ZIPCOLL_REQUIRE_GPU=1`. `sim` is a stream the failing backend was given to decode.
+fn assert_gpu_unavailable(e: Error, sim: &Encoded) {
+    let gpu = Backend::Cuda { ordinal: 0 };
+    match e {
+        Error::BackendUnavailable {
             backend: "cuda",
             reason,
-        }) => {
+        } => {
             assert!(
                 !gpu_required(),
                 "ZIPCOLL_REQUIRE_GPU=1 but CUDA is unavailable: {reason}"
             );
             assert!(!cuda::is_available(), "{reason}");
             assert!(matches!(
-                decode(gpu, &sim),
+                decode(gpu, sim),
                 Err(Error::BackendUnavailable { backend: "cuda", .. })
             ));
             assert!(matches!(
-                decode_stream(gpu, DType::Bf16, &sim.bytes),
+                decode_stream(gpu, sim.dtype, &sim.bytes),
                 Err(Error::BackendUnavailable { backend: "cuda", .. })
             ));
             assert!(matches!(
@@ -356,7 +367,7 @@ fn cuda_matches_sim_or_reports_why() {
                 Err(Error::BackendUnavailable { backend: "cuda", .. })
             ));
         }
-        Err(Error::KernelsNotBuilt { hint }) => {
+        Error::KernelsNotBuilt { hint } => {
             assert!(
                 !gpu_required(),
                 "ZIPCOLL_REQUIRE_GPU=1 but the kernels are not built: {hint}"
@@ -364,6 +375,61 @@ fn cuda_matches_sim_or_reports_why() {
             assert!(!zipcoll_host::kernels_embedded());
             assert!(hint.contains("scripts/setup.sh"));
         }
-        Err(e) => panic!("unexpected CUDA error: {e}"),
+        e => panic!("unexpected CUDA error: {e}"),
+    }
+}
+
+/// Block frames through the host API on the simulator: every dtype round-trips, the stream
+/// parses back as block frames, and codecs without a block coder are argument errors.
+#[test]
+fn block_frames_round_trip_and_parse_back() {
+    for dtype in DType::ALL {
+        for codec in [None, Some(CodecId::ExpAns)] {
+            let data = testdata::normal(dtype, 3 * 9000 + 5, 3);
+            let enc = encode_with(Backend::Sim, FrameUnit::Block, dtype, codec, &data, 9000).unwrap();
+            assert_eq!(enc.unit, FrameUnit::Block);
+            assert_eq!(decode(Backend::Sim, &enc).unwrap(), data, "{dtype:?} {}", name(codec));
+            let parsed = parse_stream(dtype, &enc.bytes).unwrap();
+            assert_eq!(parsed, enc, "{dtype:?} {}", name(codec));
+        }
+    }
+    let data = testdata::normal(DType::Bf16, 100, 1);
+    assert!(matches!(
+        encode_with(Backend::Sim, FrameUnit::Block, DType::Bf16, Some(CodecId::Huffman), &data, 64),
+        Err(Error::InvalidArgument(m)) if m.contains("no block coder")
+    ));
+    assert!(matches!(
+        encode_with(Backend::Sim64, FrameUnit::Block, DType::Bf16, None, &data, 64),
+        Err(Error::InvalidArgument(_))
+    ));
+    // a block frame in a warp stream (or the other way) is a typed stream error
+    let warp = encode(Backend::Sim, DType::Bf16, None, &data, 64).unwrap();
+    let block = encode_with(Backend::Sim, FrameUnit::Block, DType::Bf16, None, &data, 64).unwrap();
+    let mut mixed = warp.bytes[..warp.frame_offsets[1] as usize].to_vec();
+    mixed.extend_from_slice(&block.bytes[block.frame_offsets[1] as usize..]);
+    assert!(matches!(
+        parse_stream(DType::Bf16, &mixed),
+        Err(Error::Frame {
+            frame: 1,
+            error: FrameError::UnsupportedVersion { found: 2 }
+        })
+    ));
+}
+
+/// CUDA block frames are the simulator's bytes and decode both ways, or CUDA says why not.
+#[test]
+fn cuda_block_frames_match_sim_or_report_why() {
+    let gpu = Backend::Cuda { ordinal: 0 };
+    for dtype in [DType::Bf16, DType::F32, DType::F8E4M3] {
+        let data = testdata::normal(dtype, 70_000, 4);
+        let sim = encode_with(Backend::Sim, FrameUnit::Block, dtype, Some(CodecId::ExpAns), &data, 32768).unwrap();
+        match encode_with(gpu, FrameUnit::Block, dtype, Some(CodecId::ExpAns), &data, 32768) {
+            Ok(enc) => {
+                assert_eq!(enc, sim, "{dtype:?}: the GPU writes the simulator's block frames");
+                assert_eq!(decode(gpu, &sim).unwrap(), data);
+                assert_eq!(decode_stream(Backend::Sim, dtype, &enc.bytes).unwrap(), data);
+            }
+            Err(e) => return assert_gpu_unavailable(e, &sim),
+        }
     }
 }

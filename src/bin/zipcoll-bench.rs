@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 use zipcoll::codec::cuda::CudaCodec;
-use zipcoll::codec::{self, check_decode_status, pack_slots, slot_bytes, Encoded, MAX_FRAME_DATA_BYTES};
+use zipcoll::codec::{self, check_decode_status, pack_slots, slot_bytes, Encoded, FrameUnit, MAX_FRAME_DATA_BYTES};
 use zipcoll::cudarc::driver::sys::CUevent_flags;
 use zipcoll::cudarc::driver::CudaSlice;
 use zipcoll::{testdata, units, Backend, CodecId, DType};
@@ -81,10 +81,13 @@ struct CodecArgs {
     /// Codecs: raw, fixedlen, expwindow, expans, huffman or all.
     #[arg(long, value_delimiter = ',', default_value = "all")]
     codec: Vec<String>,
-    /// Elements per frame (one warp per frame), 1 up to 1 GiB of data (1073741824 fp8,
-    /// 536870912 bf16 or f16, 268435456 f32 elements); several values sweep.
+    /// Elements per frame, 1 up to 1 GiB of data (1073741824 fp8, 536870912 bf16 or f16,
+    /// 268435456 f32 elements); several values sweep.
     #[arg(long, value_delimiter = ',', default_value = "8192", value_parser = parse_frame_elems)]
     frame_elems: Vec<usize>,
+    /// What codes a frame: warp (format 1), block (format 2: raw and expans), or both.
+    #[arg(long, value_delimiter = ',', default_value = "warp", value_parser = parse_unit)]
+    unit: Vec<FrameUnit>,
     /// Timed runs per measurement, at least 1 (the median is reported).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     repeats: u32,
@@ -118,6 +121,9 @@ struct CrossArgs {
     /// 268435456 f32 elements).
     #[arg(long, default_value_t = 8192, value_parser = parse_frame_elems)]
     frame_elems: usize,
+    /// What codes a frame: warp, block, or both (block frames: raw and expans only).
+    #[arg(long, value_delimiter = ',', default_value = "warp", value_parser = parse_unit)]
+    unit: Vec<FrameUnit>,
     /// Seed of the generated data.
     #[arg(long, default_value_t = 0x5eed)]
     seed: u64,
@@ -140,6 +146,15 @@ fn main() -> ExitCode {
 fn parse_size(s: &str) -> Result<usize, String> {
     let bytes = units::parse_size(s).map_err(|e| e.to_string())?;
     usize::try_from(bytes).map_err(|_| format!("{bytes} bytes do not fit this machine's memory"))
+}
+
+/// `--unit`'s values.
+fn parse_unit(s: &str) -> Result<FrameUnit, String> {
+    match s {
+        "warp" => Ok(FrameUnit::Warp),
+        "block" => Ok(FrameUnit::Block),
+        _ => Err(format!("{s:?} is not a unit (warp or block)")),
+    }
 }
 
 /// `--frame-elems`' values: `1..=MAX_FRAME_DATA_BYTES` (each dtype's own limit is checked
@@ -344,6 +359,7 @@ struct Row {
     data: String,
     dtype: DType,
     codec: Option<CodecId>,
+    unit: FrameUnit,
     bytes: usize,
     frame_elems: usize,
     frames: usize,
@@ -356,6 +372,14 @@ struct Row {
 }
 
 impl Row {
+    /// The codec's name, with `/block` for block frames.
+    fn codec_label(&self) -> String {
+        match self.unit {
+            FrameUnit::Warp => codec_name(self.codec).to_owned(),
+            FrameUnit::Block => format!("{}/block", codec_name(self.codec)),
+        }
+    }
+
     fn gbs(&self, ms: f64) -> f64 {
         if ms > 0.0 {
             self.bytes as f64 / (ms * 1e-3) / 1e9
@@ -373,7 +397,7 @@ impl Row {
         let mut cells = vec![
             self.data.clone(),
             dtype_name(self.dtype).to_owned(),
-            codec_name(self.codec).to_owned(),
+            self.codec_label(),
             self.bytes.to_string(),
             self.frame_elems.to_string(),
             self.frames.to_string(),
@@ -504,6 +528,11 @@ fn run_codec(args: &CodecArgs) -> Res<()> {
     let makers = inputs(args)?;
     check_frame_elems(makers.iter().map(|(dtype, _)| *dtype), &args.frame_elems)?;
     let cc = CudaCodec::new(args.device).map_err(|e| Fail::Runtime(format!("codec needs a CUDA GPU: {e}")))?;
+    let coders: Vec<CudaCodec> = args
+        .unit
+        .iter()
+        .map(|&u| CudaCodec::with_unit(args.device, u))
+        .collect::<Result<_, _>>()?;
     eprintln!("device {}: {:?}", args.device, cc.gpu());
     let mut rows = Vec::new();
     for (_, make) in makers {
@@ -515,19 +544,20 @@ fn run_codec(args: &CodecArgs) -> Res<()> {
         }
         let input = cc.gpu().stream().clone_htod(&data).map_err(driver("cuMemcpyHtoD"))?;
         let memcpy_ms = bench_memcpy(&cc, &input, args)?;
-        for &frame_elems in &args.frame_elems {
+        for (&frame_elems, coder) in args.frame_elems.iter().flat_map(|f| coders.iter().map(move |c| (f, c))) {
             let case = Case {
-                codec: &cc,
+                codec: coder,
                 input: &input,
                 dtype,
                 n,
                 frame_elems,
             };
-            for &codec in &codecs {
+            for &codec in codecs.iter().filter(|&&c| coder.unit().codes(c)) {
                 let mut row = Row {
                     data: label.clone(),
                     dtype,
                     codec,
+                    unit: coder.unit(),
                     bytes: data.len(),
                     frame_elems,
                     frames: n.div_ceil(frame_elems.max(1)),
@@ -545,7 +575,7 @@ fn run_codec(args: &CodecArgs) -> Res<()> {
                     "{:<14} {:<7} {:<9} {:>11} B  frame {:>6}  ratio {:.4}  encode {:>8.2} GB/s  decode {:>8.2} GB/s  memcpy {:>8.2} GB/s  {}",
                     row.data,
                     dtype_name(dtype),
-                    codec_name(codec),
+                    row.codec_label(),
                     row.bytes,
                     frame_elems,
                     row.ratio,
@@ -626,11 +656,18 @@ fn first_difference(gpu: &Encoded, sim: &Encoded) -> String {
 }
 
 /// One crosscheck combination; `Err` says what differs.
-fn crosscheck_one(gpu: Backend, dtype: DType, codec: Option<CodecId>, data: &[u8], frame_elems: usize) -> Res<String> {
+fn crosscheck_one(
+    gpu: Backend,
+    unit: FrameUnit,
+    dtype: DType,
+    codec: Option<CodecId>,
+    data: &[u8],
+    frame_elems: usize,
+) -> Res<String> {
     let t = Instant::now();
-    let on_gpu =
-        codec::encode(gpu, dtype, codec, data, frame_elems).map_err(|e| Fail::Runtime(format!("GPU encode: {e}")))?;
-    let on_sim = codec::encode(Backend::Sim, dtype, codec, data, frame_elems)
+    let on_gpu = codec::encode_with(gpu, unit, dtype, codec, data, frame_elems)
+        .map_err(|e| Fail::Runtime(format!("GPU encode: {e}")))?;
+    let on_sim = codec::encode_with(Backend::Sim, unit, dtype, codec, data, frame_elems)
         .map_err(|e| Fail::Runtime(format!("simulator encode: {e}")))?;
     if on_gpu != on_sim {
         return Err(Fail::Check(format!(
@@ -677,9 +714,12 @@ fn run_crosscheck(args: &CrossArgs) -> Res<()> {
                 ("specials", testdata::elements(dtype, n, args.seed)),
             ];
             for (kind, data) in &kinds {
-                for &codec in &codecs {
+                for (&unit, &codec) in args.unit.iter().flat_map(|u| codecs.iter().map(move |c| (u, c))) {
+                    if !unit.codes(codec) {
+                        continue;
+                    }
                     total += 1;
-                    let line = crosscheck_one(gpu, dtype, codec, data, args.frame_elems);
+                    let line = crosscheck_one(gpu, unit, dtype, codec, data, args.frame_elems);
                     let (verdict, text) = match line {
                         Ok(text) => ("ok  ", text),
                         Err(Fail::Check(text) | Fail::Usage(text) | Fail::Runtime(text)) => {
@@ -688,9 +728,10 @@ fn run_crosscheck(args: &CrossArgs) -> Res<()> {
                         }
                     };
                     say!(
-                        "{verdict} {:<7} {:<9} {:<8} {:>9} B: {text}",
+                        "{verdict} {:<7} {:<9} {:<5} {:<8} {:>9} B: {text}",
                         dtype_name(dtype),
                         codec_name(codec),
+                        unit.name(),
                         kind,
                         data.len()
                     );
@@ -750,6 +791,7 @@ mod tests {
             data: "normal".into(),
             dtype: DType::Bf16,
             codec: Some(CodecId::ExpAns),
+            unit: FrameUnit::Warp,
             bytes: 1_000_000,
             frame_elems: 8192,
             frames: 62,

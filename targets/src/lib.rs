@@ -38,7 +38,9 @@
 //! # }
 //! ```
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch, stdarch_nvptx))]
+#![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch, stdarch_nvptx, link_llvm_intrinsics))]
+// The NVPTX warp operations are LLVM intrinsics (`nvptx/lanes.rs`).
+#![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![cfg_attr(target_arch = "amdgpu", feature(stdarch_amdgpu, core_intrinsics))]
 // `core::intrinsics::abort` is the only way to trap (s_trap) on amdgpu without `asm!`.
 #![cfg_attr(target_arch = "amdgpu", allow(internal_features))]

@@ -454,11 +454,18 @@ fn decode_split<W: Warp, T: Split, C: BlockCoder>(
     };
     let mut acc = 0u32;
     let put = |i: usize, s: u8, valid: bool| {
-        let word = if valid {
-            let raw = read_bits(plane, i * r as usize, r).unwrap_or(0);
-            T::join(s, T::Raw::from_bits64(raw as u64)).to_bits64() as u32
+        // Every lane computes its word and meets the others at the shuffle before it branches
+        // on `valid` (so the compiler cannot give the lanes different copies of the shuffle).
+        let raw = read_bits(plane, i * r as usize, r).unwrap_or(0);
+        let word = T::join(s, T::Raw::from_bits64(raw as u64)).to_bits64() as u32;
+        let word = if valid { word } else { 0 };
+        // every lane of the warp: its word (0 where not valid); pairs of 2-byte words make a
+        // checksum word (steps start at even `i`, so the pair is this lane and the next)
+        let (value, j, counts) = if wb == 4 {
+            (word, i, valid)
         } else {
-            0
+            let high = w.shfl_down_u32(W::FULL, word, 1);
+            (word | high << 16, i / 2, valid & i.is_multiple_of(2))
         };
         let at = i * wb;
         if valid {
@@ -467,21 +474,9 @@ fn decode_split<W: Warp, T: Split, C: BlockCoder>(
             // bytes `at .. at + wb` of `out`.
             let _ = unsafe { out.put_le(at, word, (raw_bytes - at).min(wb)) };
         }
-        // every lane of the warp: its word (0 where not valid); pairs of 2-byte words make a
-        // checksum word (steps start at even `i`, so the pair is this lane and the next)
-        let (value, j, counts) = if wb == 4 {
-            (word, i, valid)
-        } else {
-            let high = w.shfl_down_u32(W::FULL, word, 1);
-            (word | high << 16, i / 2, valid && i.is_multiple_of(2))
-        };
         if counts && j * 4 < raw_bytes {
             let keep = raw_bytes - j * 4;
-            let value = if keep < 4 {
-                value & ((1u32 << (8 * keep)) - 1)
-            } else {
-                value
-            };
+            let value = if keep < 4 { value & ((1u32 << (8 * keep)) - 1) } else { value };
             acc = acc.wrapping_add(checksum_term(value, j as u32));
         }
     };

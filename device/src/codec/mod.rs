@@ -12,7 +12,8 @@
 //! | `Huffman`    | raw plane, then canonical Huffman codes (<= 16 bits)             |
 //!
 //! A frame is encoded and decoded by one warp, with no grid-wide synchronization, so it can
-//! run inside a communication primitive. All lanes of the warp call the same function with
+//! run inside a communication primitive ([`frame_codec`], format version 1), or by a whole
+//! thread block with its tables in shared memory ([`block_frame`], version 2; RAW and ExpAns). All lanes of the warp call the same function with
 //! the same arguments; each lane reads the whole input and writes only its own parts of the
 //! output through a [`LaneOut`].
 //!
@@ -30,6 +31,7 @@ pub mod fixed_len;
 pub mod frame_codec;
 pub mod huffman;
 
+pub use block_frame::BlockCoder;
 pub use exp_ans::ExpAns;
 pub use exp_window::ExpWindow;
 pub use fixed_len::FixedLen;

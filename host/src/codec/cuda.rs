@@ -18,7 +18,7 @@
 //! codec.synchronize()?;
 //! ```
 
-use super::{check_frame_elems, gpu_grid, Encoded, Slots, GPU_BLOCK};
+use super::{check_frame_elems, gpu_grid, Encoded, FrameUnit, Slots, GPU_BLOCK, GPU_MAX_BLOCKS};
 use crate::cuda::{cuda_error, CudaGpu};
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
@@ -26,15 +26,19 @@ use std::sync::Arc;
 use zipcoll_device::codec::CodecId;
 use zipcoll_device::dtype::DType;
 use zipcoll_primitives::kernels::codec::STATUS_WORDS;
-use zipcoll_primitives::kernels::{DecodeFrames, EncodeFrames, EncodeRawFrames};
+use zipcoll_primitives::kernels::block_codec::{decode_shared_bytes, encode_shared_bytes, BLOCK_THREADS};
+use zipcoll_primitives::kernels::{
+    DecodeBlockFrames, DecodeFrames, EncodeBlockFrames, EncodeBlockRawFrames, EncodeFrames, EncodeRawFrames,
+};
 
 /// The warp width of CUDA devices.
 const WARP: u32 = 32;
 
-/// The codec kernels of one CUDA device.
+/// The codec kernels of one CUDA device, with frames coded by a warp or by a block.
 #[derive(Clone, Debug)]
 pub struct CudaCodec {
     gpu: Arc<CudaGpu>,
+    unit: FrameUnit,
 }
 
 /// The frames' offsets and lengths on the device, checked against a stream's length.
@@ -64,11 +68,23 @@ fn require(ok: bool, what: impl FnOnce() -> String) -> Result<()> {
 }
 
 impl CudaCodec {
-    /// The codec kernels of CUDA device `ordinal` (opened and its module loaded on first use).
+    /// The codec kernels of CUDA device `ordinal` (opened and its module loaded on first use),
+    /// one warp per frame.
     pub fn new(ordinal: usize) -> Result<Self> {
+        Self::with_unit(ordinal, FrameUnit::Warp)
+    }
+
+    /// The codec kernels of CUDA device `ordinal` with frames coded by `unit`.
+    pub fn with_unit(ordinal: usize, unit: FrameUnit) -> Result<Self> {
         Ok(Self {
             gpu: CudaGpu::get(ordinal)?,
+            unit,
         })
+    }
+
+    /// What codes one frame.
+    pub fn unit(&self) -> FrameUnit {
+        self.unit
     }
 
     /// The device.
@@ -81,21 +97,37 @@ impl CudaCodec {
         self.gpu.synchronize()
     }
 
-    /// The launch geometry for `nframes` frames.
-    fn config(nframes: usize) -> LaunchConfig {
-        LaunchConfig {
-            grid_dim: (gpu_grid(nframes, WARP), 1, 1),
-            block_dim: (GPU_BLOCK, 1, 1),
-            shared_mem_bytes: 0,
+    /// The launch geometry for `nframes` frames: whole warps, one per frame, or one block of
+    /// `BLOCK_THREADS` per frame with `shared` bytes of dynamic shared memory.
+    fn config(&self, nframes: usize, shared: usize) -> LaunchConfig {
+        match self.unit {
+            FrameUnit::Warp => LaunchConfig {
+                grid_dim: (gpu_grid(nframes, WARP), 1, 1),
+                block_dim: (GPU_BLOCK, 1, 1),
+                shared_mem_bytes: 0,
+            },
+            FrameUnit::Block => LaunchConfig {
+                // In range: clamped to GPU_MAX_BLOCKS, which fits a u32.
+                grid_dim: (nframes.clamp(1, GPU_MAX_BLOCKS) as u32, 1, 1),
+                block_dim: (BLOCK_THREADS, 1, 1),
+                // In range: tens of KiB.
+                shared_mem_bytes: shared as u32,
+            },
         }
     }
 
     /// The encoder entry point for `dtype` and `codec` (`None` or `Raw`: RAW frames).
     fn encoder(&self, dtype: DType, codec: Option<CodecId>) -> Result<CudaFunction> {
         let registry = self.gpu.registry();
-        match codec.filter(|&c| c != CodecId::Raw) {
-            Some(c) => registry.function_codec::<EncodeFrames>(Some(dtype), None, Some(c)),
-            None => registry.function::<EncodeRawFrames>(Some(dtype), None),
+        let codec = codec.filter(|&c| c != CodecId::Raw);
+        require(self.unit.codes(codec), || {
+            format!("{} has no block coder yet", codec.map_or("raw", CodecId::name))
+        })?;
+        match (self.unit, codec) {
+            (FrameUnit::Warp, Some(c)) => registry.function_codec::<EncodeFrames>(Some(dtype), None, Some(c)),
+            (FrameUnit::Warp, None) => registry.function::<EncodeRawFrames>(Some(dtype), None),
+            (FrameUnit::Block, Some(c)) => registry.function_codec::<EncodeBlockFrames>(Some(dtype), None, Some(c)),
+            (FrameUnit::Block, None) => registry.function::<EncodeBlockRawFrames>(Some(dtype), None),
         }
     }
 
@@ -149,7 +181,10 @@ impl CudaCodec {
         // entries), which are distinct allocations (`slots` and `frame_bytes` are borrowed
         // mutably); cudarc keeps them alive until the stream is done with them; GPU_BLOCK is
         // whole warps.
-        unsafe { builder.launch(Self::config(nframes)) }.map_err(cuda_error("cuLaunchKernel (encode)"))?;
+        // Block frames: the EncodeBlockFrames entry points take the same parameters, and get the
+        // shared memory their coders need for BLOCK_THREADS threads.
+        unsafe { builder.launch(self.config(nframes, encode_shared_bytes())) }
+            .map_err(cuda_error("cuLaunchKernel (encode)"))?;
         Ok(())
     }
 
@@ -215,7 +250,10 @@ impl CudaCodec {
         if index.nframes == 0 {
             return Ok(());
         }
-        let f = self.gpu.registry().function::<DecodeFrames>(Some(dtype), None)?;
+        let f = match self.unit {
+            FrameUnit::Warp => self.gpu.registry().function::<DecodeFrames>(Some(dtype), None)?,
+            FrameUnit::Block => self.gpu.registry().function::<DecodeBlockFrames>(Some(dtype), None)?,
+        };
         let (nframes, frame_elems, n) = (index.nframes as u64, frame_elems as u64, n as u64);
         let mut builder = self.gpu.stream().launch_builder(&f);
         builder
@@ -234,7 +272,9 @@ impl CudaCodec {
         // holds `n` elements and `status` `STATUS_WORDS * nframes` words, distinct allocations
         // borrowed mutably; cudarc keeps every buffer alive until the stream is done with it;
         // GPU_BLOCK is whole warps.
-        unsafe { builder.launch(Self::config(index.nframes)) }.map_err(cuda_error("cuLaunchKernel (decode)"))?;
+        // Block frames: DecodeBlockFrames takes the same parameters, with its shared memory.
+        unsafe { builder.launch(self.config(index.nframes, decode_shared_bytes())) }
+            .map_err(cuda_error("cuLaunchKernel (decode)"))?;
         Ok(())
     }
 

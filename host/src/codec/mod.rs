@@ -47,7 +47,7 @@ use crate::launch::{Buf, Launch, Param};
 use crate::sim;
 use zipcoll_device::codec::{max_encoded_len, CodecId};
 use zipcoll_device::dtype::DType;
-use zipcoll_device::frame::{FrameError, FrameHeader, HEADER_BYTES};
+use zipcoll_device::frame::{FrameError, FrameHeader, BLOCK_FRAME_VERSION, FRAME_VERSION, HEADER_BYTES};
 use zipcoll_primitives::kernels::codec::{code, frame_error, ENCODE_FAILED, STATUS_WORDS};
 use zipcoll_primitives::kernels::{DecodeFrames, EncodeFrames, EncodeRawFrames};
 
@@ -62,10 +62,49 @@ pub const MAX_FRAME_DATA_BYTES: usize = 1 << 30;
 const GPU_BLOCK: u32 = 128;
 
 /// Most blocks of a GPU codec launch; the kernels' warp-stride loops cover more frames.
-const GPU_MAX_BLOCKS: usize = 1 << 20;
+pub(crate) const GPU_MAX_BLOCKS: usize = 1 << 20;
 
 /// The reason a `Corrupt` error gets when the simulator does not reproduce what a GPU reported.
 const UNREPRODUCED: &str = "reported by the device; the simulator decodes this frame differently";
+
+/// What codes one frame: a warp (format version 1, the communication kernels' frames) or a
+/// whole thread block (version 2, `zipcoll_device::codec::block_frame`: RAW and ExpAns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum FrameUnit {
+    /// One warp per frame.
+    #[default]
+    Warp,
+    /// One thread block per frame.
+    Block,
+}
+
+impl FrameUnit {
+    /// The frame format version this unit writes.
+    pub fn version(self) -> u8 {
+        match self {
+            FrameUnit::Warp => FRAME_VERSION,
+            FrameUnit::Block => BLOCK_FRAME_VERSION,
+        }
+    }
+    /// The unit that writes frames of `version`, if any.
+    pub fn of_version(version: u8) -> Option<FrameUnit> {
+        [FrameUnit::Warp, FrameUnit::Block].into_iter().find(|u| u.version() == version)
+    }
+    /// Whether this unit has a coder for `codec` (`None`: RAW).
+    pub fn codes(self, codec: Option<CodecId>) -> bool {
+        match self {
+            FrameUnit::Warp => true,
+            FrameUnit::Block => matches!(codec, None | Some(CodecId::Raw) | Some(CodecId::ExpAns)),
+        }
+    }
+    /// `warp` or `block`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FrameUnit::Warp => "warp",
+            FrameUnit::Block => "block",
+        }
+    }
+}
 
 /// A stream of frames and where each one is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,6 +126,8 @@ pub struct Encoded {
     pub frame_elems: usize,
     /// Elements in all.
     pub n: usize,
+    /// What coded the frames (from their version).
+    pub unit: FrameUnit,
 }
 
 impl Encoded {
@@ -181,7 +222,21 @@ pub fn encode(
     data: &[u8],
     frame_elems: usize,
 ) -> Result<Encoded> {
+    encode_with(backend, FrameUnit::Warp, dtype, codec, data, frame_elems)
+}
+
+/// [`encode`] with frames coded by `unit`. Block frames run on CUDA and the simulator (32-lane
+/// warps); a codec without a block coder, or another backend, is [`Error::InvalidArgument`].
+pub fn encode_with(
+    backend: Backend,
+    unit: FrameUnit,
+    dtype: DType,
+    codec: Option<CodecId>,
+    data: &[u8],
+    frame_elems: usize,
+) -> Result<Encoded> {
     let codec = codec.filter(|&c| c != CodecId::Raw);
+    check_unit(unit, codec, backend)?;
     let n = elements(dtype, data)?;
     let slot_bytes = slot_bytes(dtype, frame_elems)?;
     let slots = if n == 0 {
@@ -191,13 +246,21 @@ pub fn encode(
         }
     } else {
         let id = codec.unwrap_or(CodecId::Raw);
-        match backend {
-            Backend::Sim => sim_encode::<32>(dtype, id, data, frame_elems, slot_bytes)?,
-            Backend::Sim64 => sim_encode::<64>(dtype, id, data, frame_elems, slot_bytes)?,
-            Backend::Cuda { ordinal } => {
+        match (unit, backend) {
+            (FrameUnit::Block, Backend::Cuda { ordinal }) => cuda::CudaCodec::with_unit(ordinal, unit)?
+                .encode_slots(dtype, codec, data, frame_elems, slot_bytes)?,
+            (FrameUnit::Block, _) => dispatch_dtype!(dtype, |T| sim::encode_block_frames::<T>(
+                id,
+                data,
+                frame_elems,
+                slot_bytes
+            ))?,
+            (_, Backend::Sim) => sim_encode::<32>(dtype, id, data, frame_elems, slot_bytes)?,
+            (_, Backend::Sim64) => sim_encode::<64>(dtype, id, data, frame_elems, slot_bytes)?,
+            (_, Backend::Cuda { ordinal }) => {
                 cuda::CudaCodec::new(ordinal)?.encode_slots(dtype, codec, data, frame_elems, slot_bytes)?
             }
-            Backend::Hip { ordinal } => hip_encode(ordinal, dtype, codec, data, n, frame_elems, slot_bytes)?,
+            (_, Backend::Hip { ordinal }) => hip_encode(ordinal, dtype, codec, data, n, frame_elems, slot_bytes)?,
         }
     };
     pack_slots(
@@ -209,6 +272,22 @@ pub fn encode(
         &slots.bytes,
         &slots.frame_bytes,
     )
+}
+
+/// Checks that `unit` can code `codec` on `backend`.
+fn check_unit(unit: FrameUnit, codec: Option<CodecId>, backend: Backend) -> Result<()> {
+    if !unit.codes(codec) {
+        return Err(Error::InvalidArgument(format!(
+            "{} has no block coder yet (block frames: raw, expans)",
+            codec.map_or("raw", CodecId::name)
+        )));
+    }
+    if unit == FrameUnit::Block && matches!(backend, Backend::Hip { .. } | Backend::Sim64) {
+        return Err(Error::InvalidArgument(format!(
+            "block frames run on CUDA and the 32-lane simulator, not on {backend:?}"
+        )));
+    }
+    Ok(())
 }
 
 /// `encode_frames` / `encode_raw_frames` for (`dtype`, `id`) on the simulator with `W` lanes.
@@ -358,6 +437,7 @@ pub fn pack_slots(
     }
     let mut bytes = Vec::new();
     let mut frame_offsets = Vec::with_capacity(nframes);
+    let mut unit = None;
     for (g, (&len, slot)) in frame_bytes
         .iter()
         .zip(slots.chunks_exact(slot_bytes.max(1)))
@@ -372,6 +452,10 @@ pub fn pack_slots(
             frame: g,
             reason: format!("the encoder reports {len} bytes in a slot of {slot_bytes}"),
         })?;
+        // what coded the stream: the first frame's version (the decoder checks every frame's)
+        if unit.is_none() {
+            unit = frame.get(2).copied().and_then(FrameUnit::of_version);
+        }
         bytes.resize(bytes.len().next_multiple_of(FRAME_ALIGN), 0);
         frame_offsets.push(bytes.len() as u64);
         bytes.extend_from_slice(frame);
@@ -384,6 +468,7 @@ pub fn pack_slots(
         codec,
         frame_elems,
         n,
+        unit: unit.unwrap_or_default(),
     })
 }
 
@@ -444,11 +529,22 @@ pub fn decode(backend: Backend, enc: &Encoded) -> Result<Vec<u8>> {
     if enc.nframes() == 0 {
         return Ok(Vec::new());
     }
-    let (data, status) = match backend {
-        Backend::Sim => sim_decode::<32>(enc)?,
-        Backend::Sim64 => sim_decode::<64>(enc)?,
-        Backend::Cuda { ordinal } => cuda::CudaCodec::new(ordinal)?.decode_to_host(enc)?,
-        Backend::Hip { ordinal } => hip_decode(ordinal, enc)?,
+    check_unit(enc.unit, None, backend)?;
+    let (data, status) = match (enc.unit, backend) {
+        (FrameUnit::Block, Backend::Cuda { ordinal }) => {
+            cuda::CudaCodec::with_unit(ordinal, FrameUnit::Block)?.decode_to_host(enc)?
+        }
+        (FrameUnit::Block, _) => dispatch_dtype!(enc.dtype, |T| sim::decode_block_frames::<T>(
+            &enc.bytes,
+            &enc.frame_offsets,
+            &enc.frame_lens,
+            enc.frame_elems,
+            enc.n
+        ))?,
+        (_, Backend::Sim) => sim_decode::<32>(enc)?,
+        (_, Backend::Sim64) => sim_decode::<64>(enc)?,
+        (_, Backend::Cuda { ordinal }) => cuda::CudaCodec::new(ordinal)?.decode_to_host(enc)?,
+        (_, Backend::Hip { ordinal }) => hip_decode(ordinal, enc)?,
     };
     check_decode_status(enc, &status)?;
     Ok(data)
@@ -538,7 +634,11 @@ fn corrupt_reason(enc: &Encoded, g: usize, capacity: usize) -> &'static str {
     let Some(frame) = enc.frame(g) else {
         return UNREPRODUCED;
     };
-    match dispatch_dtype!(enc.dtype, |T| sim::decode_one_frame::<32, T>(frame, capacity)) {
+    let decoded = match enc.unit {
+        FrameUnit::Warp => dispatch_dtype!(enc.dtype, |T| sim::decode_one_frame::<32, T>(frame, capacity)),
+        FrameUnit::Block => dispatch_dtype!(enc.dtype, |T| sim::decode_one_block_frame::<T>(frame, capacity)),
+    };
+    match decoded {
         Ok(Err(FrameError::Corrupt { reason, .. })) => reason,
         _ => UNREPRODUCED,
     }
@@ -558,11 +658,18 @@ pub fn parse_stream(dtype: DType, bytes: &[u8]) -> Result<Encoded> {
     let mut frame_lens = Vec::new();
     let mut counts = Vec::new();
     let mut codec = None;
+    let mut unit = None;
     let mut offset = 0usize;
     while offset < bytes.len() {
         let g = frame_lens.len();
         let reject = |error| Error::Frame { frame: g, error };
-        let h = FrameHeader::parse(&bytes[offset..]).map_err(reject)?;
+        // the first frame's version says what coded the stream; the others must agree
+        let version = match unit {
+            Some(u) => FrameUnit::version(u),
+            None => bytes.get(offset + 2).copied().filter(|&v| FrameUnit::of_version(v).is_some()).unwrap_or(FRAME_VERSION),
+        };
+        let h = FrameHeader::parse_version(&bytes[offset..], version).map_err(reject)?;
+        unit = FrameUnit::of_version(version);
         let frame_dtype = h
             .dtype_id()
             .ok_or(reject(FrameError::UnknownDType { found: h.dtype }))?;
@@ -621,6 +728,7 @@ pub fn parse_stream(dtype: DType, bytes: &[u8]) -> Result<Encoded> {
         codec,
         frame_elems,
         n: counts.iter().sum(),
+        unit: unit.unwrap_or_default(),
     })
 }
 

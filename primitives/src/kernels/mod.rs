@@ -1,11 +1,16 @@
 //! The kernels. Each is a generic function (called directly by tests on the simulator) whose
 //! `#[kernel]` attribute emits the GPU entry points and a marker type for the manifest.
 
+pub mod block_codec;
 pub mod codec;
 mod collective;
 mod reduce_copy;
 mod warp_all_reduce;
 
+pub use block_codec::{
+    decode_block_frames, encode_block_frames, encode_block_raw_frames, DecodeBlockFrames, EncodeBlockFrames,
+    EncodeBlockRawFrames,
+};
 pub use codec::{decode_frames, encode_frames, encode_raw_frames, DecodeFrames, EncodeFrames, EncodeRawFrames};
 pub use collective::{collective, Collective};
 pub use reduce_copy::{reduce_copy, ReduceCopy};

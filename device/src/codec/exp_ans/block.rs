@@ -446,18 +446,16 @@ fn code_segment<W: Warp>(
     let mut cursor = 0usize;
     let mut bad = false;
     for round in (0..(end - start).div_ceil(STREAMS)).rev() {
+        // Every lane runs the same instructions up to the ballot (a symbol past the end reads
+        // as 0, every symbol has a table entry), so no lane gets its own copy of the ballot.
         let i = start + round * STREAMS + lane;
-        let active = coder && i < end;
-        let [m, e] = if active {
-            // SAFETY: a symbol's entry (symbols are bytes; the table has 256).
-            unsafe { enc.table.add(sym(i) as usize).read() }
-        } else {
-            [1, 1]
-        };
+        let active = coder & (i < end);
+        // SAFETY: a symbol's entry (symbols are bytes; the table has 256).
+        let [m, e] = unsafe { enc.table.add(sym(i) as usize).read() };
         let (freq, cum, l) = (e & 0xFFF, (e >> 12) & 0xFFF, e >> 24);
-        bad |= active && freq == 0;
+        bad |= active & (freq == 0);
         let freq = freq.max(1);
-        let emit = active && x as u64 >= (freq as u64) << (32 - PROB_BITS);
+        let emit = active & (x as u64 >= (freq as u64) << (32 - PROB_BITS));
         let mask = w.ballot(W::FULL, emit);
         if emit {
             let at = cursor + (mask & lanes_below(w)).count_ones() as usize;
@@ -468,10 +466,9 @@ fn code_segment<W: Warp>(
             x >>= WORD_BITS;
         }
         cursor += mask.count_ones() as usize;
-        if active {
-            let q = divide(w, x, m, l);
-            x = (q << PROB_BITS) + (x - q * freq) + cum;
-        }
+        let q = divide(w, x, m, l);
+        let coded = (q << PROB_BITS).wrapping_add(x - q * freq).wrapping_add(cum);
+        x = if active { coded } else { x };
         // lane l < 32: the state of stream l with the symbols of rounds `round..` coded
     }
     if coder {
@@ -707,35 +704,29 @@ fn decode_segments<W: Warp>(
         let stream_at = layout.streams_at + 2 * unsafe { offsets.add(seg).read() } as usize;
         let mut left = u32_at(coded, layout.dir_at + 4 * seg) as usize;
         for round in 0..(end - start).div_ceil(STREAMS) {
+            // Every lane runs the same instructions up to the ballot (selects, no branches on its
+            // own state), so the compiler cannot give the lanes different copies of the ballot.
             let i = start + round * STREAMS + lane;
-            let active = coder && i < end;
+            let active = coder & (i < end);
             let slot = x & slot_mask;
             // SAFETY: `slot < 2^p`: inside the table `fill_tables` wrote.
-            let e = if active {
-                unsafe { slots.add(slot as usize).read() }
-            } else {
-                0
-            };
+            let e = unsafe { slots.add(slot as usize).read() };
             let (symbol, freq, cum) = (e as u8, (e >> 8) & 0xFFF, e >> 20);
-            if active {
-                x = freq.wrapping_mul(x >> p).wrapping_add(slot.wrapping_sub(cum));
-            }
-            put(i, symbol, active);
+            let stepped = freq.wrapping_mul(x >> p).wrapping_add(slot.wrapping_sub(cum));
+            x = if active { stepped } else { x };
             // lane l < 32: the state after symbol i; below 2^16 if it needs a word
-            let need = active && x < STATE_LOW;
+            let need = active & (x < STATE_LOW);
             let needy = w.ballot(W::FULL, need);
             let count = needy.count_ones() as usize;
             if count > left {
-                return Some((
-                    seg as u32,
-                    corrupt(stream_at, "word stream ends before the last symbol"),
-                ));
+                return Some((seg as u32, corrupt(stream_at, "word stream ends before the last symbol")));
             }
             left -= count;
-            if need {
-                let at = stream_at + 2 * (left + (needy & lanes_below(w)).count_ones() as usize);
-                x = (x << WORD_BITS) | u16_at(coded, at);
-            }
+            let at = stream_at + 2 * (left + (needy & lanes_below(w)).count_ones() as usize);
+            let word = u16_at(coded, at);
+            x = if need { (x << WORD_BITS) | word } else { x };
+            // lane l < 32: the state of stream l before its next symbol
+            put(i, symbol, active);
         }
         if left != 0 {
             return Some((seg as u32, corrupt(stream_at, "words left over after the last symbol")));
