@@ -8,8 +8,8 @@ use std::cell::UnsafeCell;
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::Duration;
 use zipcoll_device::codec::{
-    decode_frame, encode_frame, encode_raw_frame, max_encoded_len, CodecId, ExpAns, FixedLen, Huffman, LaneOut,
-    SymbolCoder,
+    decode_frame, encode_frame, encode_raw_frame, max_encoded_len, CodecId, ExpAns, ExpWindow, FixedLen, Huffman,
+    LaneOut, SymbolCoder,
 };
 use zipcoll_device::dtype::{Bf16, Elem, Split, F16, F32, F8E4M3, F8E5M2};
 use zipcoll_device::frame::{FrameError, FrameHeader, HEADER_BYTES};
@@ -154,8 +154,7 @@ pub fn decode<T: Split>(frame: &[u8], capacity: usize) -> Result<Vec<u8>, FrameE
 
 /// A decode target for `T`: the first two bytes pick the output's capacity, the rest is the
 /// frame. A frame that decodes must decode to whole elements within the capacity, and be the
-/// frame its encoder writes for those elements (decoding is canonical; ExpWindow's is not
-/// checked, its decoder does not check the window choice).
+/// frame its encoder writes for those elements (decoding is canonical).
 pub fn fuzz_decode<T: Split>(data: &[u8])
 where
     T::Bits: Send + Sync,
@@ -173,9 +172,10 @@ where
     let again = match h.codec_id() {
         Some(CodecId::Raw) => try_encode::<T, FixedLen>(&input, true),
         Some(CodecId::FixedLen) => try_encode::<T, FixedLen>(&input, false),
+        Some(CodecId::ExpWindow) => try_encode::<T, ExpWindow>(&input, false),
         Some(CodecId::ExpAns) => try_encode::<T, ExpAns>(&input, false),
         Some(CodecId::Huffman) => try_encode::<T, Huffman>(&input, false),
-        _ => return,
+        None => unreachable!("the header parsed"),
     };
     let end = HEADER_BYTES + h.payload_bytes as usize;
     assert!(

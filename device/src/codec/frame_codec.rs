@@ -38,8 +38,7 @@
 //! (`encode_raw_frame` for a RAW frame, `encode_frame` with the header's coder otherwise). Besides
 //! each coder's own checks, a split frame is rejected if its payload is not smaller than the
 //! data (the encoder writes RAW then), if the raw plane's padding bits are not zero, or (fp8,
-//! odd `n`) if the last word's missing element is not zero. ExpWindow is the exception: its
-//! decoder does not check that the window is the one its encoder picks.
+//! odd `n`) if the last word's missing element is not zero.
 //!
 //! | codec id     | decoded by                                                        |
 //! |--------------|-------------------------------------------------------------------|

@@ -1,7 +1,7 @@
 //! Canonical decoding: a frame that decodes to `x` is the frame the encoder writes for `x`.
 //! Sections and frames laid out exactly as the formats say but with a choice the encoder never
-//! makes (a wider width or a lower base than FixedLen's, another frequency total or table than
-//! ExpAns's, other code lengths than Huffman's, an unused table symbol, nonzero padding, a
+//! makes (a wider width or a lower base than FixedLen's, another window than ExpWindow's,
+//! another frequency total or table than ExpAns's, other code lengths than Huffman's, an unused table symbol, nonzero padding, a
 //! split frame no smaller than its data) decode to the right data under a decoder that checks
 //! only the layout; each must be `Corrupt`, naming why, on 32 and 64 lanes. Then a property:
 //! random frames built with the encoders' choices or others, of which every one that decodes
@@ -13,7 +13,8 @@ use crate::harness::{decode_all, encode_all, per_warp, Ty, With};
 use crate::util::{ref_pack, Rng, SharedBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use zipcoll_device::codec::exp_ans::PROB_BITS;
-use zipcoll_device::codec::{CodecId, Coded, ExpAns, FixedLen, Huffman, SymbolCoder};
+use zipcoll_device::codec::exp_window::MAX_K;
+use zipcoll_device::codec::{CodecId, Coded, ExpAns, ExpWindow, FixedLen, Huffman, SymbolCoder};
 use zipcoll_device::dtype::{Bf16, Elem, Split, F16, F8E4M3};
 use zipcoll_device::frame::{checksum, FrameError, FrameHeader, HEADER_BYTES};
 use zipcoll_targets::Word;
@@ -220,6 +221,42 @@ fn exp_ans_rejects_what_the_encoder_never_writes() {
     check::<ExpAns>(&cases);
 }
 
+/// ExpWindow's section of `syms` with the window (`k`, `base`): its bytes, `params`, `params2`.
+fn exp_window_section(syms: &[u8], k: u32, base: u32) -> (Vec<u8>, u16, u32) {
+    let win = (1u32 << k) - 1;
+    let code = |s: u8| (s as u32).wrapping_sub(base).min(win);
+    let codes: Vec<u32> = syms.iter().map(|s| code(*s)).collect();
+    let escapes: Vec<u8> = syms.iter().copied().filter(|s| code(*s) == win).collect();
+    let bytes = sections::exp_window(&codes, 0, k, &escapes);
+    (bytes, base as u16 | (k as u16) << 8, escapes.len() as u32)
+}
+
+#[test]
+fn exp_window_rejects_a_window_the_encoder_does_not_pick() {
+    let syms = bulk(300, 8, 120, 4);
+    let (coded, _) = encode::<ExpWindow>(&syms, 8);
+    let (k, base) = ((coded.params >> 8) as u32, (coded.params & 0xFF) as u32);
+    let section = |what, k, base, reason| {
+        let (bytes, params, params2) = exp_window_section(&syms, k, base);
+        Section {
+            what,
+            bits: 8,
+            syms: syms.clone(),
+            params,
+            params2,
+            bytes,
+            reason,
+        }
+    };
+    let other = "not the window the encoder picks for these symbols";
+    let cases = vec![
+        section("the encoder's window", k, base, None),
+        section("the window one lower", k, base - 1, Some(other)),
+        section("a k one larger", k % MAX_K + 1, base, Some(other)),
+    ];
+    check::<ExpWindow>(&cases);
+}
+
 /// Occurrences of each symbol of `syms`.
 fn counts_of(syms: &[u8]) -> [u32; 256] {
     let mut counts = [0u32; 256];
@@ -406,6 +443,18 @@ fn random_section(id: CodecId, syms: &[u8], bits: u32, rng: &mut Rng) -> (Vec<u8
             let bytes = sections::fixed_len(syms, |b, _, _| choices[b], pad, past);
             (bytes, 0, 0, canonical)
         }
+        CodecId::ExpWindow => {
+            let (coded, _) = encode::<ExpWindow>(syms, bits);
+            let (mut k, mut base) = ((coded.params >> 8) as u32, (coded.params & 0xFF) as u32);
+            if deviate(rng, 3) {
+                k = 1 + rng.below(MAX_K as u64) as u32;
+                let last = (1u32 << bits.min(8)).saturating_sub((1 << k) - 1);
+                base = rng.below(last as u64 + 1) as u32;
+                canonical &= (k as u16) << 8 | base as u16 == coded.params;
+            }
+            let (bytes, params, params2) = exp_window_section(syms, k, base);
+            (bytes, params, params2, canonical)
+        }
         CodecId::ExpAns => {
             let p = match deviate(rng, 8) {
                 true => 9 + rng.below(2) as u32,
@@ -548,6 +597,11 @@ fn accepted_frames_reencode_all<C: SymbolCoder>(seed: u64) {
 #[test]
 fn accepted_fixed_len_frames_reencode_to_the_same_bytes() {
     accepted_frames_reencode_all::<FixedLen>(10);
+}
+
+#[test]
+fn accepted_exp_window_frames_reencode_to_the_same_bytes() {
+    accepted_frames_reencode_all::<ExpWindow>(40);
 }
 
 #[test]

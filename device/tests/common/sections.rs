@@ -1,5 +1,6 @@
 //! Coded sections built by one thread from the layouts in the coders' module docs, with the
-//! choices each encoder makes left to the caller (FixedLen's bases and widths, ExpAns's
+//! choices each encoder makes left to the caller (FixedLen's bases and widths, ExpWindow's
+//! codes and escapes, ExpAns's
 //! frequency table and total, Huffman's code lengths, padding), so tests can compare the
 //! encoders with a reference and build sections that the encoders never write.
 
@@ -38,6 +39,24 @@ pub fn fixed_len(syms: &[u8], choose: impl Fn(usize, u32, u32) -> (u32, u32), pa
 /// FixedLen's own choice: the sub-block's minimum and the bits of its range.
 pub fn fixed_len_minimal(_block: usize, min: u32, max: u32) -> (u32, u32) {
     (min, 32 - (max - min).leading_zeros())
+}
+
+/// An ExpWindow coded section by hand: `codes` (one per symbol, padded with `pad` to whole
+/// groups of 32) as `k` bit planes per group, then `escapes`.
+pub fn exp_window(codes: &[u32], pad: u32, k: u32, escapes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for g in 0..codes.len().div_ceil(32) {
+        for b in 0..k {
+            let mut word = 0u32;
+            for i in 0..32 {
+                let code = codes.get(32 * g + i).copied().unwrap_or(pad);
+                word |= (code >> b & 1) << i;
+            }
+            out.extend_from_slice(&word.to_le_bytes());
+        }
+    }
+    out.extend_from_slice(escapes);
+    out
 }
 
 /// ExpAns's normalization of the counts of `syms` (not empty) to a total of `2^p`: 1 for each
