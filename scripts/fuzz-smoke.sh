@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds every fuzz target (fuzz/, cargo-fuzz + libFuzzer) and runs each briefly on its
+# Builds every fuzz target (fuzz/libfuzzer, cargo-fuzz + libFuzzer) and runs each briefly on its
 # checked-in corpus (fuzz/corpus/<target>, read only: new inputs go to a scratch copy), so a
 # crash or a broken target fails the run. Long runs: `cargo +nightly fuzz run <target>`.
 #
@@ -23,9 +23,9 @@ else
     export RUSTC_BOOTSTRAP=1
     fuzz=(cargo fuzz)
 fi
-"${fuzz[@]}" build --fuzz-dir fuzz
-targets=${FUZZ_TARGETS:-$("${fuzz[@]}" list --fuzz-dir fuzz)}
-bin=fuzz/target/x86_64-unknown-linux-gnu/release
+"${fuzz[@]}" build --fuzz-dir fuzz/libfuzzer
+targets=${FUZZ_TARGETS:-$("${fuzz[@]}" list --fuzz-dir fuzz/libfuzzer)}
+bin=fuzz/libfuzzer/target/x86_64-unknown-linux-gnu/release
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 start=$SECONDS
@@ -38,9 +38,9 @@ for t in $targets; do
     if ! "$bin/$t" -max_total_time="$seconds" -print_final_stats=1 \
         -artifact_prefix="$scratch/artifacts/$t/" "$scratch/$t" >"$log" 2>&1; then
         tail -40 "$log" >&2
-        echo "fuzz-smoke: $t FAILED; the input is in fuzz/artifacts/$t" >&2
-        mkdir -p "fuzz/artifacts/$t"
-        cp "$scratch/artifacts/$t/"* "fuzz/artifacts/$t/" 2>/dev/null || true
+        echo "fuzz-smoke: $t FAILED; the input is in fuzz/libfuzzer/artifacts/$t" >&2
+        mkdir -p "fuzz/libfuzzer/artifacts/$t"
+        cp "$scratch/artifacts/$t/"* "fuzz/libfuzzer/artifacts/$t/" 2>/dev/null || true
         exit 1
     fi
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')

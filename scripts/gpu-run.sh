@@ -18,6 +18,9 @@
 # | crosscheck_block | block frames: GPU bytes == sim bytes, each side decodes the other's |
 # | ncu_block   | Nsight Compute on the bf16 block ExpAns encoder and decoder (speed of light, occupancy, warp stalls) |
 # | gpu_tests   | the host's GPU-only tests (.gpu/tests, from gpu-pack.sh) with ZIPCOLL_REQUIRE_GPU=1: they fail, not skip, if the GPU path breaks |
+# | race_sync   | compute-sanitizer racecheck and synccheck on the all_reduce example (COMM_RANKS ranks, small) and on the codec crosscheck (small) |
+# | p2p_faults  | over P2P: `zipcoll-comm kill` (rank 1's process exits mid-collective) and `zipcoll-comm abort` (rank 1 calls abort(): the others fail within 1 s, the timeout 60 s) |
+# | p2p_cycles  | over P2P: `zipcoll-comm cycles` (CYCLES, default 1000, init/abort cycles; open files, threads, resident memory and cuMemGetInfo before and after) |
 #
 # COMM_RANKS=2 runs the comm steps with two ranks (on one GPU: P2P over CUDA IPC within the
 # device); COMM_CHECK_ARGS adds arguments to `zipcoll-comm check` (e.g. --quick).
@@ -91,6 +94,16 @@ for step in $STEPS; do
       done ;;
     comm_sanitizer)
       run comm_sanitizer compute-sanitizer --target-processes all --tool memcheck --error-exitcode 3 .gpu/bin/all_reduce --count 100000 ${COMM_RANKS:+--ranks $COMM_RANKS} ;;
+    race_sync)
+      for tool in racecheck synccheck; do
+        run comm_$tool compute-sanitizer --target-processes all --tool $tool --error-exitcode 3 .gpu/bin/all_reduce --count 20000 --ranks ${COMM_RANKS:-2}
+        run codec_$tool compute-sanitizer --tool $tool --error-exitcode 3 .gpu/bin/zipcoll-bench crosscheck --sizes 5000
+      done ;;
+    p2p_faults)
+      run p2p_kill .gpu/bin/zipcoll-comm kill --transport p2p --timeout-ms 10000 --ranks ${COMM_RANKS:-2}
+      run p2p_abort .gpu/bin/zipcoll-comm abort --transport p2p --timeout-ms 60000 --ranks ${COMM_RANKS:-2} ;;
+    p2p_cycles)
+      run p2p_cycles .gpu/bin/zipcoll-comm cycles --transport p2p --cycles ${CYCLES:-1000} --timeout-ms 10000 --ranks ${COMM_RANKS:-2} ;;
     gpu_tests)
       for t in .gpu/bin/tests/*; do run "gpu_test_$(basename "$t")" env ZIPCOLL_REQUIRE_GPU=1 "$t"; done ;;
     comm_bench)

@@ -6,7 +6,8 @@
 # |----------|-------------------------------------------------------------------------------|
 # | gpu code | zipcoll-tests: the kernel crate built for sm_90, sm_80, gfx942 and gfx950,     |
 # |          | validated by ptxas and llvm-readelf, under snapshots (its own target dir)      |
-# | host     | clippy over the workspace, then every other crate's tests (device code on the simulator) |
+# | host     | clippy over the workspace, then every other crate's tests (device code on the simulator), |
+# |          | among them a smoke run of every fuzz target (fuzz/tests/smoke.rs, stable Rust, ~30 s)   |
 #
 # Exits non-zero if either fails; prints the GPU-code job's log after the host job.
 set -euo pipefail

@@ -1,12 +1,18 @@
-//! What the fuzz targets share: running a frame coder on one simulated warp (every lane must
-//! return the same result), decoding a frame of any codec for a dtype, and a round trip.
+//! zipcoll's fuzz targets ([`targets`]) and what they share: running a frame coder on one
+//! simulated warp (every lane must return the same result), decoding a frame of any codec for a
+//! dtype, and a round trip.
+
+pub mod targets;
 
 use std::cell::UnsafeCell;
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::Duration;
-use zipcoll_device::codec::{decode_frame, encode_frame, encode_raw_frame, max_encoded_len, LaneOut, SymbolCoder};
+use zipcoll_device::codec::{
+    decode_frame, encode_frame, encode_raw_frame, max_encoded_len, CodecId, ExpAns, ExpWindow, FixedLen, Huffman,
+    LaneOut, SymbolCoder,
+};
 use zipcoll_device::dtype::{Bf16, Elem, Split, F16, F32, F8E4M3, F8E5M2};
-use zipcoll_device::frame::FrameError;
+use zipcoll_device::frame::{FrameError, FrameHeader, HEADER_BYTES};
 use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
 use zipcoll_targets::{Lanes, Word};
 
@@ -147,15 +153,35 @@ pub fn decode<T: Split>(frame: &[u8], capacity: usize) -> Result<Vec<u8>, FrameE
 }
 
 /// A decode target for `T`: the first two bytes pick the output's capacity, the rest is the
-/// frame. A frame that decodes must decode to whole elements within the capacity.
-pub fn fuzz_decode<T: Split>(data: &[u8]) {
+/// frame. A frame that decodes must decode to whole elements within the capacity, and be the
+/// frame its encoder writes for those elements (decoding is canonical).
+pub fn fuzz_decode<T: Split>(data: &[u8])
+where
+    T::Bits: Send + Sync,
+{
     let Some((cap, frame)) = data.split_first_chunk::<2>() else {
         return;
     };
     let capacity = usize::from(u16::from_le_bytes(*cap)) % 8192;
-    if let Ok(bytes) = decode::<T>(frame, capacity) {
-        assert!(bytes.len() <= capacity);
-    }
+    let Ok(bytes) = decode::<T>(frame, capacity) else {
+        return;
+    };
+    assert!(bytes.len() <= capacity);
+    let h = FrameHeader::parse(frame).expect("a frame that decodes has a valid header");
+    let input = elems::<T>(&bytes);
+    let again = match h.codec_id() {
+        Some(CodecId::Raw) => try_encode::<T, FixedLen>(&input, true),
+        Some(CodecId::FixedLen) => try_encode::<T, FixedLen>(&input, false),
+        Some(CodecId::ExpWindow) => try_encode::<T, ExpWindow>(&input, false),
+        Some(CodecId::ExpAns) => try_encode::<T, ExpAns>(&input, false),
+        Some(CodecId::Huffman) => try_encode::<T, Huffman>(&input, false),
+        None => unreachable!("the header parsed"),
+    };
+    let end = HEADER_BYTES + h.payload_bytes as usize;
+    assert!(
+        again.as_deref() == Ok(&frame[..end]),
+        "a frame that decodes is not the encoder's frame of its data"
+    );
 }
 
 /// `input` as one frame of coder `C` (`raw`: a RAW frame), or the encoder's error.

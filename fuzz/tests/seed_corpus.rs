@@ -1,6 +1,6 @@
 //! Writes the seed corpus under `fuzz/corpus/<target>/` (checked in): valid frames of every
 //! codec for each dtype, data for the round trips, a valid header, bootstrap and NET records.
-//! Run again after a format change: `cargo test --manifest-path fuzz/Cargo.toml -- --ignored`.
+//! Run again after a format change: `cargo test -p zipcoll-fuzz --test seed_corpus -- --ignored`.
 
 use std::path::PathBuf;
 use zipcoll_device::dtype::{Bf16, Split, F16, F32, F8E4M3, F8E5M2};

@@ -7,6 +7,8 @@
 //! zipcoll-comm check --coll all_gather,reduce --dtype f16 --count 1000
 //! zipcoll-comm check --transport net --dump out # also writes inputs/outputs for the NCCL comparison
 //! zipcoll-comm kill --transport net             # rank 1 dies mid-run: the others must fail in time
+//! zipcoll-comm abort --transport p2p            # rank 1 calls abort() mid-run: the others fail within 1 s
+//! zipcoll-comm cycles --cycles 1000             # init/abort cycles leave files, threads and memory as they were
 //! zipcoll-comm bench --transport p2p --sizes 1M,16M,256M,1G
 //! ```
 //!
@@ -33,6 +35,8 @@
 
 #[path = "common/mod.rs"]
 mod common;
+#[path = "faults/mod.rs"]
+mod faults;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use common::{say, Fail};
@@ -96,6 +100,21 @@ enum Cmd {
     /// within the timeout. Needs at least 2 ranks.
     #[command(after_help = common::EXIT_STATUSES)]
     Kill,
+    /// After one all_reduce rank 1 calls `abort()` 20 ms into the next; every other rank must
+    /// get a typed error naming rank 1 within a second, whatever the timeout. Needs at least 2
+    /// ranks.
+    #[command(after_help = common::EXIT_STATUSES)]
+    Abort,
+    /// Init/abort cycles: a communicator, an all_reduce that rank 1 abandons with `abort()`,
+    /// the drop; in the last cycle each rank's open files and threads must be where they were
+    /// in the second, its resident memory and the GPU's free memory within 64 MiB. Needs at
+    /// least 2 ranks.
+    #[command(after_help = common::EXIT_STATUSES)]
+    Cycles {
+        /// Cycles, at least 1.
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+        cycles: u32,
+    },
     /// Times bf16 all_reduce, all_gather and send/recv (rank 0 to rank 1) per size,
     /// compression off and Auto. Needs at least 2 ranks.
     #[command(after_help = common::EXIT_STATUSES)]
@@ -775,6 +794,8 @@ fn on_rank(comm: Communicator, cli: &Cli) -> Result<bool, Error> {
     match &cli.cmd {
         Cmd::Check(args) => Ok(check(&comm, args)? == 0),
         Cmd::Kill => kill(comm),
+        Cmd::Abort => faults::abort(comm),
+        Cmd::Cycles { cycles } => faults::cycles(comm, *cycles),
         Cmd::Bench { sizes, iters } => bench(&comm, sizes, *iters).map(|_| true),
     }
 }
@@ -801,6 +822,9 @@ fn validate(cli: &Cli, nranks: usize) -> Result<(), Fail> {
         Cmd::Kill if nranks < 2 => Err(Fail::Usage(format!(
             "kill --ranks {nranks}: needs at least 2 ranks (rank 1 dies, the others must notice)"
         ))),
+        Cmd::Abort | Cmd::Cycles { .. } if nranks < 2 => Err(Fail::Usage(format!(
+            "--ranks {nranks}: needs at least 2 ranks (rank 1 aborts, the others must notice)"
+        ))),
         Cmd::Bench { .. } if nranks < 2 => Err(Fail::Usage(format!(
             "bench --ranks {nranks}: needs at least 2 ranks (its send/recv goes from rank 0 to rank 1)"
         ))),
@@ -815,6 +839,8 @@ fn failed(cli: &Cli) -> Fail {
         match cli.cmd {
             Cmd::Check(_) => "cases failed (the MISMATCH lines above)",
             Cmd::Kill => "a rank did not get a peer failure in time (the kill lines above)",
+            Cmd::Abort => "a rank did not get rank 1's abort in time (the abort lines above)",
+            Cmd::Cycles { .. } => "the cycles left resources behind or a call did not fail (above)",
             Cmd::Bench { .. } => "the benchmark failed",
         }
         .into(),

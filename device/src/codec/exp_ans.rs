@@ -13,8 +13,8 @@
 //! | `T = 3K + 3`  | 128   | the 32 final encoder states (u32), stream 0 first, each in `[2^16, 2^32)` |
 //! | `T + 128`     | `2 x WORDS` | the 16-bit renormalization words (u16)                         |
 //!
-//! Header fields: `params` = `p`, log2 of the frequency total (the encoder uses
-//! [`PROB_BITS`] = 11; the decoder accepts 9..=11); `params2` = `WORDS`.
+//! Header fields: `params` = `p`, log2 of the frequency total, always [`PROB_BITS`] = 11;
+//! `params2` = `WORDS`.
 //!
 //! **Table.** The "sample" is the whole frame: every symbol is counted, so every symbol that
 //! occurs has a frequency and no escape is needed. The histogram is warp-cooperative and kept in
@@ -24,7 +24,14 @@
 //! rounding deficit (`< K`) goes to the most frequent symbol. `2^p >= 512 > 256 >= K`, so every
 //! used symbol gets `>= 1` and the sum is exactly `2^p`. `p = 11` because the quantized table
 //! costs about 0.1% over the order-0 entropy on N(0,1) bf16 exponents (about 20 used symbols),
-//! against 0.3% at `p = 10` and 0.8% at `p = 9`; the decoder also reads those smaller `p`.
+//! against 0.3% at `p = 10` and 0.8% at `p = 9`.
+//!
+//! **Canonical decoding.** The decoder accepts only the encoder's sections: `p` must be
+//! [`PROB_BITS`], and the table must be the normalization above of the decoded symbols'
+//! counts (the decoder counts them as it goes, with the encoder's code), so no table symbol is
+//! unused and no frequency differs. With the encoder's table, stored states in `[L, 2^32)`,
+//! every word consumed and every state ending at `L`, rANS is a bijection: the encoder writes
+//! the same states and words for the decoded symbols.
 //!
 //! **Streams.** There are always [`STREAMS`] = 32 interleaved rANS states, whatever the warp
 //! width: symbol `i` belongs to stream `i % 32`, and stream `s` is coded by lane `s`. A 64-lane
@@ -67,10 +74,6 @@ use zipcoll_targets::Warp;
 
 /// log2 of the frequency total the encoder normalizes the table to (`params`).
 pub const PROB_BITS: u32 = 11;
-/// The smallest `params` the decoder accepts.
-pub const MIN_PROB_BITS: u32 = 9;
-/// The largest `params` the decoder accepts.
-pub const MAX_PROB_BITS: u32 = 11;
 /// Interleaved rANS streams, independent of the warp width.
 pub const STREAMS: usize = 32;
 /// The lower end `L` of the states' interval `[L, 2^32)`; every state starts and ends here.
@@ -179,8 +182,8 @@ impl SymbolCoder for ExpAns {
         mut put: impl FnMut(usize, u8),
     ) -> Result<(), FrameError> {
         let p = params as u32;
-        if !(MIN_PROB_BITS..=MAX_PROB_BITS).contains(&p) {
-            return Err(corrupt(0, "probability bits (params) outside 9..=11"));
+        if p != PROB_BITS {
+            return Err(corrupt(0, "probability bits (params) are not 11"));
         }
         if n == 0 {
             return match (coded.is_empty(), params2) {
@@ -188,7 +191,8 @@ impl SymbolCoder for ExpAns {
                 _ => Err(corrupt(0, "an empty frame with coded bytes or words")),
             };
         }
-        let table = DecTable::parse(coded, n, symbol_bits.min(8), p)?;
+        let bits = symbol_bits.min(8);
+        let table = DecTable::parse(coded, n, bits, p)?;
         // every lane: the same validated table
         let states_at = table.bytes();
         let words_at = states_at + STATES_BYTES;
@@ -215,16 +219,23 @@ impl SymbolCoder for ExpAns {
         // lane l < 32: the state of stream l before its first symbol
         let slot_mask = (1u32 << p) - 1;
         let mut left = words;
+        // lane l: counts[j] = occurrences of symbol j x WIDTH + l among the decoded symbols
+        let mut counts = [0u32; table::REGS];
         for round in 0..n.div_ceil(STREAMS) {
             let i = round * STREAMS + lane;
             let active = coder && i < n;
             let slot = x & slot_mask;
             let range = table.bucket_of(w, buckets, slot);
+            let mut sym = 0;
             if active {
                 let (s, start, freq) = table.find(slot, range);
                 x = freq.wrapping_mul(x >> p).wrapping_add(slot.wrapping_sub(start));
                 put(i, s);
+                sym = s as u32;
             }
+            // the round's symbols are those of lanes 0 .. live (live <= 32)
+            let live = (n - round * STREAMS).min(STREAMS);
+            table::count_round(w, &mut counts, sym, (1u64 << live) - 1, bits);
             // lane l < 32: the state after decoding symbol i; below L if it needs a word
             let need = active && x < STATE_LOW;
             let needy = w.ballot(W::FULL, need);
@@ -249,7 +260,7 @@ impl SymbolCoder for ExpAns {
                 "final rANS state is not the initial state",
             ));
         }
-        Ok(())
+        table.check_counts(w, &counts, n, bits)
     }
 }
 

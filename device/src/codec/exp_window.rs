@@ -14,10 +14,11 @@
 //! | `params`     | `base` (low byte) \| `k << 8`, `1 <= k <=` [`MAX_K`], `base + 2^k - 1 <= 2^symbol_bits` (`base = 0` for a window wider than the symbols) |
 //! | `params2`    | `E`                                     |
 //!
-//! Decoding is canonical for the layout: it rejects what the encoder never writes (a `k` above
-//! [`MAX_K`], a window past the symbols, a nonzero code past the last symbol, a code or an
-//! escape of a symbol wider than `symbol_bits`, an escaped symbol inside the window). It does not check that the window is
-//! the one [`choose_window`] would pick.
+//! Decoding is canonical: it rejects what the encoder never writes (a `k` above [`MAX_K`], a
+//! window past the symbols, a nonzero code past the last symbol, a code or an escape of a
+//! symbol wider than `symbol_bits`, an escaped symbol inside the window, and a window other
+//! than the one [`choose_window`] picks for the decoded symbols: the lanes count the symbols
+//! they decode, 1 KiB of counts per lane, and choose again).
 //!
 //! Choosing the window ([`choose_window`], which the arbitration's prediction calls too, on a
 //! sample's histogram), without a sort or a full histogram: for symbols wider than 5 bits, one
@@ -277,6 +278,8 @@ impl SymbolCoder for ExpWindow {
         let lane = w.lane_id() as usize;
         let step = W::WIDTH as usize;
         let mut cursor = 0usize;
+        // lane l: how often it decoded each symbol
+        let mut mine = [0u32; 256];
         let mut c = 0;
         while c < n {
             let i = c + lane;
@@ -318,12 +321,26 @@ impl SymbolCoder for ExpWindow {
             }
             if valid {
                 put(i, s);
+                mine[s as usize] += 1;
             }
             cursor += count;
             c += step;
         }
         if cursor != escapes {
             return Err(corrupt(esc_at + cursor, "fewer escape codes than escapes"));
+        }
+        // the window the encoder picks for these symbols, from the same warp-summed histograms
+        let chosen = choose_window(n, symbol_bits, |lo, shift| {
+            let mut counts = [0u32; BINS];
+            for (s, &m) in mine.iter().enumerate().take(symbols as usize) {
+                if let Some(b) = window_bin(s as u32, lo, shift) {
+                    counts[b] += m;
+                }
+            }
+            warp_bins(w, n, &counts)
+        });
+        if chosen != (Window { k, base, escapes }) {
+            return Err(corrupt(0, "not the window the encoder picks for these symbols"));
         }
         Ok(())
     }

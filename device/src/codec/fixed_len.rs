@@ -11,6 +11,13 @@
 //! | `H + 4 * sum_{t<s} width_t` | `4 * width_s` | sub-block `s`'s bit planes: u32 word `b` holds bit `b` of `sym - base_s` of its 32 symbols (symbol `32s + i` in bit `i`) |
 //!
 //! The section ends exactly after the last sub-block's planes; `params` and `params2` are 0.
+//!
+//! Decoding is canonical: it rejects every section the encoder never writes, so a section that
+//! decodes is the encoder's section of the decoded symbols. Besides the layout (widths at most
+//! `symbol_bits`, bases below `2^symbol_bits`, the planes filling the section exactly) it
+//! checks that the header padding is zero, that each `base_s` is its sub-block's minimum and
+//! `width_s` the bits of its maximum minus `base_s` (no wider), that every symbol fits
+//! `symbol_bits`, and that the plane bits past the last symbol are zero.
 //! A sub-block of 32 values at width `w` takes exactly `w` words, so where a sub-block starts is
 //! a prefix sum of widths. The planes are a transpose ([`put_bit_planes`]): one ballot per plane
 //! and no atomics, for warps of 32 (one sub-block per step) and 64 lanes (two sub-blocks per
@@ -42,6 +49,57 @@ const fn headers_bytes(blocks: usize) -> usize {
 #[inline(always)]
 fn corrupt(offset: usize, reason: &'static str) -> FrameError {
     CodecId::FixedLen.corrupt(offset, reason)
+}
+
+/// [`canonical_fault`]: a plane bit set past the last symbol.
+const PAST_END: u32 = 1;
+/// [`canonical_fault`]: `base + v` wider than the symbols.
+const TOO_WIDE: u32 = 2;
+/// [`canonical_fault`]: no symbol of the sub-block is its base.
+const NOT_MIN: u32 = 3;
+/// [`canonical_fault`]: the width is not the bits of the sub-block's largest `v`.
+const NOT_WIDTH: u32 = 4;
+
+/// The minimum and maximum of `v` (`< 2^16`) over the lanes of this lane's 32-lane group where
+/// `valid` is set (`(0xFFFF, 0)` if none is): one butterfly on `(max << 16) | min`, each half
+/// combined on its own. Called by every lane of the warp together.
+#[inline(always)]
+fn group_range<W: Warp>(w: W, v: u32, valid: bool) -> (u32, u32) {
+    let mut range = if valid { v << 16 | v } else { 0xFFFF };
+    let mut m = 1;
+    while m < SUB as u32 {
+        let o = w.shfl_xor_u32(W::FULL, range, m);
+        range = (range >> 16).max(o >> 16) << 16 | (range & 0xFFFF).min(o & 0xFFFF);
+        m <<= 1;
+    }
+    (range & 0xFFFF, range >> 16)
+}
+
+/// What the encoder would not have written about this lane's symbol `base + v` of a
+/// sub-block decoded by its 32-lane group (`valid`: the symbol exists, `in_block`: the group
+/// decodes a sub-block): 0 for nothing, else [`PAST_END`], [`TOO_WIDE`], [`NOT_MIN`] or
+/// [`NOT_WIDTH`]. Called by every lane of the warp together (a butterfly within each group).
+#[inline(always)]
+fn canonical_fault<W: Warp>(w: W, v: u32, valid: bool, in_block: bool, base: u32, width: u32, mask: u32) -> u32 {
+    let (min, max) = group_range(w, v, valid);
+    // lane l: min and max of its group's sub-block (the first symbol of a sub-block is valid)
+    if !in_block {
+        0
+    } else if !valid {
+        if v != 0 {
+            PAST_END
+        } else {
+            0
+        }
+    } else if base + v > mask {
+        TOO_WIDE
+    } else if min != 0 {
+        NOT_MIN
+    } else if 32 - max.leading_zeros() != width {
+        NOT_WIDTH
+    } else {
+        0
+    }
 }
 
 impl SymbolCoder for FixedLen {
@@ -82,15 +140,7 @@ impl SymbolCoder for FixedLen {
             let block = c / SUB + group;
             let active = block < blocks;
             // lane l: symbol c + l (if valid); its 32-lane group codes sub-block `block`
-            // min and max in one butterfly: (max << 16) | min, each combined on its own half
-            let mut range = if valid { (s as u32) << 16 | s as u32 } else { 0xFFFF };
-            let mut m = 1;
-            while m < SUB as u32 {
-                let o = w.shfl_xor_u32(W::FULL, range, m);
-                range = (range >> 16).max(o >> 16) << 16 | (range & 0xFFFF).min(o & 0xFFFF);
-                m <<= 1;
-            }
-            let (base, max) = (range & 0xFFFF, range >> 16);
+            let (base, max) = group_range(w, s as u32, valid);
             let width = if active { 32 - (max - base).leading_zeros() } else { 0 };
             // every lane of a group: its sub-block's base and width (0 for a group past the end)
             if active && lane.is_multiple_of(SUB) {
@@ -142,6 +192,9 @@ impl SymbolCoder for FixedLen {
         if coded.len() < data_at {
             return Err(corrupt(0, "sub-block headers truncated"));
         }
+        if coded[2 * blocks..data_at].iter().any(|b| *b != 0) {
+            return Err(corrupt(2 * blocks, "nonzero header padding"));
+        }
         let lane = w.lane_id() as usize;
         let step = W::WIDTH as usize;
         let header = |b: usize| -> (u32, u32) {
@@ -173,6 +226,7 @@ impl SymbolCoder for FixedLen {
         let groups = step / SUB;
         let group = lane / SUB;
         let bit = (lane % SUB) as u32;
+        let mask = (1u32 << symbol_bits.min(8)) - 1;
         let mut words = 0usize;
         let mut c = 0;
         while c < blocks {
@@ -190,10 +244,31 @@ impl SymbolCoder for FixedLen {
                 // lane l: the header and start of sub-block c + q + group, which it decodes
                 let block = c + q + group;
                 let i = block * SUB + bit as usize;
-                if block < blocks && i < n {
-                    // Inside `coded`: pass 1 checked the planes fill it exactly.
-                    let v = get_bit_planes(coded, data_at + 4 * at, bw >> 8, bit).unwrap_or(0);
-                    put(i, ((bw & 0xFF) + v) as u8);
+                let in_block = block < blocks;
+                let valid = in_block && i < n;
+                let (base, width) = (bw & 0xFF, bw >> 8);
+                // Inside `coded`: pass 1 checked the planes fill it exactly.
+                let v = match in_block {
+                    true => get_bit_planes(coded, data_at + 4 * at, width, bit).unwrap_or(0),
+                    false => 0,
+                };
+                if valid && base + v <= mask {
+                    put(i, (base + v) as u8);
+                }
+                let fault = canonical_fault(w, v, valid, in_block, base, width, mask);
+                let bad = w.ballot(W::FULL, fault != 0);
+                // every lane: the lanes whose sub-block (or plane bit) the encoder would not write
+                if bad != 0 {
+                    let first = bad.trailing_zeros();
+                    let fault = w.shfl_idx_u32(W::FULL, fault, first);
+                    let block = c + q + first as usize / SUB;
+                    let at = w.shfl_idx_u32(W::FULL, at as u32, first) as usize;
+                    return Err(match fault {
+                        PAST_END => corrupt(data_at + 4 * at, "nonzero plane bits past the last symbol"),
+                        TOO_WIDE => corrupt(data_at + 4 * at, "a symbol wider than symbol_bits"),
+                        NOT_MIN => corrupt(2 * block, "sub-block base is not its minimum"),
+                        _ => corrupt(2 * block + 1, "sub-block width is not the bits of its range"),
+                    });
                 }
                 q += groups;
             }

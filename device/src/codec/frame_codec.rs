@@ -34,6 +34,12 @@
 //! [`FrameError::Corrupt`]), and the data's checksum ([`FrameError::RawChecksum`]). Whatever the
 //! bytes say, it reads only inside `frame` and writes only inside `out`.
 //!
+//! Decoding is canonical: a frame that decodes to `x` is the frame the encoder writes for `x`
+//! (`encode_raw_frame` for a RAW frame, `encode_frame` with the header's coder otherwise). Besides
+//! each coder's own checks, a split frame is rejected if its payload is not smaller than the
+//! data (the encoder writes RAW then), if the raw plane's padding bits are not zero, or (fp8,
+//! odd `n`) if the last word's missing element is not zero.
+//!
 //! | codec id     | decoded by                                                        |
 //! |--------------|-------------------------------------------------------------------|
 //! | `Raw`        | a copy of the payload                                             |
@@ -235,15 +241,25 @@ fn decode_split<W: Warp, T: Split, C: SymbolCoder>(
     payload: &[u8],
     out: LaneOut<'_>,
 ) -> Result<(), FrameError> {
+    let size = T::DTYPE.size_bytes();
+    let raw_bytes = n * size;
+    if payload.len() >= raw_bytes {
+        return Err(C::ID.corrupt(12, "payload not smaller than the data (the encoder writes RAW)"));
+    }
     let words = n.div_ceil(T::ELEMS_PER_WORD);
     let plane_bytes = packed_bytes(words, T::RAW_BITS);
     let (plane, coded) = match (payload.get(..plane_bytes), payload.get(plane_bytes..)) {
         (Some(p), Some(c)) => (p, c),
         _ => return Err(C::ID.corrupt(HEADER_BYTES, "raw plane truncated")),
     };
-    let size = T::DTYPE.size_bytes();
+    let plane_bits = words * T::RAW_BITS as usize;
+    // fewer than 32 padding bits: the plane is padded to whole u32 words
+    if read_bits(plane, plane_bits, (8 * plane_bytes - plane_bits) as u32) != Some(0) {
+        return Err(C::ID.corrupt(HEADER_BYTES + plane_bits / 8, "nonzero raw plane padding"));
+    }
     let word_bytes = size * T::ELEMS_PER_WORD;
-    let raw_bytes = n * size;
+    // set on the lane that decodes a last word (fp8, odd n) whose missing element is not zero
+    let mut pad = false;
     let put = |i: usize, s: u8| {
         if i >= words {
             return;
@@ -253,12 +269,17 @@ fn decode_split<W: Warp, T: Split, C: SymbolCoder>(
         let word = T::join(s, T::Raw::from_bits64(raw as u64)).to_bits64().to_le_bytes();
         let at = i * word_bytes;
         let len = (raw_bytes - at).min(word_bytes);
+        pad |= word[len..word_bytes].iter().any(|b| *b != 0);
         // In bounds: `at + len <= raw_bytes <= out.len()` (checked by the caller).
         // SAFETY: `put(i, _)` is called once per word `i`, on one lane (the `SymbolCoder`
         // contract), and word `i` owns bytes `at .. at + len`; the frame coder runs on every lane, converged, with the same arguments (`LaneOut::from_raw`'s contract for `out`).
         let _ = unsafe { out.put(at, &word[..len]) };
     };
-    C::decode(w, words, T::SYMBOL_BITS, h.params, h.params2, coded, put)
+    C::decode(w, words, T::SYMBOL_BITS, h.params, h.params2, coded, put)?;
+    if w.any(W::FULL, pad) {
+        return Err(C::ID.corrupt(HEADER_BYTES, "the last word's missing element is not zero"));
+    }
+    Ok(())
 }
 
 /// Decodes the RAW payload: lane `l` copies words `l, l + WIDTH, ..`.

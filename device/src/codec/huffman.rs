@@ -46,6 +46,10 @@
 //! substream that needs a word past the section's end, words left over after the last step,
 //! nonzero padding bits, and `params`/`params2` that do not fit the layout. Every error is
 //! decided the same on all lanes (uniform values or a ballot), so lanes never diverge.
+//! Decoding is canonical: the lanes count the symbols they decode, and a table that is not
+//! the one the encoder builds from those counts (lengths of [`Huffman::code_lengths`], so no
+//! unused symbol and no other complete code) is rejected too; with the encoder's code, the
+//! load order and zero padding fix every word, so a section that decodes is the encoder's.
 //!
 //! **Table.** The histogram is exact (every symbol counted, no sampling, no escapes): lane `l`
 //! counts symbols `l, l + W, ..`; one shuffle per bin and lane sums each bin on its owner lane
@@ -63,7 +67,7 @@ mod lengths;
 mod table;
 
 use self::lengths::{canonical_codes, code_lengths, ALPHABET, MAX_LEN};
-use self::table::{corrupt, table_word, table_words, DecodeTable};
+use self::table::{check_table, corrupt, table_word, table_words, DecodeTable};
 use super::{get_u32, CodecId, Coded, LaneOut, OutOfSpace, SymbolCoder};
 use crate::bits::lanes_below;
 use crate::frame::FrameError;
@@ -114,6 +118,13 @@ fn histogram<W: Warp>(w: W, n: usize, nsym: usize, sym: &impl Fn(usize) -> u8) -
         mine[sym(i) as usize] += 1;
     }
     // lane l: counts of its symbols l, l + W, ..
+    warp_totals(w, mine, nsym)
+}
+
+/// Every lane: the warp's total of each lane's `mine` (counts of symbols below `nsym`).
+fn warp_totals<W: Warp>(w: W, mut mine: [u32; ALPHABET], nsym: usize) -> [u32; ALPHABET] {
+    let width = W::WIDTH as usize;
+    let lane = w.lane_id() as usize;
     let mut own = [0u32; ALPHABET / 32];
     for (k, total) in own.iter_mut().enumerate().take(nsym.div_ceil(width)) {
         let bin = |lane: usize| mine[(k * width + lane) & (ALPHABET - 1)];
@@ -292,6 +303,7 @@ impl SymbolCoder for Huffman {
         let mut buf = 0u64; // loaded bits not consumed, left-aligned; zeros below them
         let mut have = 0u32; // their number, < 48
         let mut at = 0usize; // byte offset of the last word this lane loaded
+        let mut mine = [0u32; ALPHABET]; // counts of the symbols this lane decoded
         for t in 0..n.div_ceil(S) {
             let i = t * S + lane;
             let active = lane < S && i < n;
@@ -316,6 +328,7 @@ impl SymbolCoder for Huffman {
                 buf <<= len;
                 have -= len;
                 put(i, s);
+                mine[s as usize] += 1;
             }
             // lane s < 32: symbols up to i of its substream decoded; `have` bits left in `buf`
         }
@@ -331,6 +344,7 @@ impl SymbolCoder for Huffman {
                 "nonzero padding after a substream's last code word",
             ));
         }
-        Ok(())
+        // every lane: the same counts, so the same verdict
+        check_table(coded, &warp_totals(w, mine, nsym), nsym, m)
     }
 }

@@ -133,24 +133,6 @@ pub fn bound_and_roundtrip<C: SymbolCoder>() {
     }
 }
 
-/// An ExpWindow coded section by hand: `codes` (one per symbol, padded with `pad` to whole
-/// groups of 32) as `k` bit planes per group, then `escapes`.
-fn exp_window_section(codes: &[u32], pad: u32, k: u32, escapes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for g in 0..codes.len().div_ceil(32) {
-        for b in 0..k {
-            let mut word = 0u32;
-            for i in 0..32 {
-                let code = codes.get(32 * g + i).copied().unwrap_or(pad);
-                word |= (code >> b & 1) << i;
-            }
-            out.extend_from_slice(&word.to_le_bytes());
-        }
-    }
-    out.extend_from_slice(escapes);
-    out
-}
-
 /// ExpWindow decodes only what its encoder writes: a section laid out exactly as the format
 /// says but with a `k` above `MAX_K`, a window past the symbols, a nonzero padding code, an
 /// escaped symbol that has a code, or one wider than the symbols is `Corrupt` on every lane
@@ -231,7 +213,7 @@ fn exp_window_rejects_what_the_encoder_never_writes() {
     let items: Vec<(Crafted, Vec<u8>)> = cases
         .into_iter()
         .map(|c| {
-            let bytes = exp_window_section(&c.5, c.6, c.3.min(8), &c.7);
+            let bytes = crate::common::sections::exp_window(&c.5, c.6, c.3.min(8), &c.7);
             (c, bytes)
         })
         .collect();

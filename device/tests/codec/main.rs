@@ -9,6 +9,7 @@
 //! | `bits`    | `zipcoll_device::bits` against one-thread references, 32 and 64 lanes           |
 //! | `frames`  | round trips: exhaustive 16-bit splits, specials and lengths, proptest           |
 //! | `corrupt` | damaged and crafted frames: `Err`, or `Ok` with the original data               |
+//! | `canonical` | frames the encoders never write are `Corrupt`; frames that decode re-encode the same |
 //! | `coder`   | symbol coders alone: bounds, exactly-once `put`, `OutOfSpace`                    |
 //! | `ratio`   | compression on N(0,1) data (printed), the coders' choices                       |
 //!
@@ -16,6 +17,7 @@
 //! all of them is one `split_codec_tests!` line.
 
 mod bits;
+mod canonical;
 mod coder;
 #[path = "../common/mod.rs"]
 mod common;

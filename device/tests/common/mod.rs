@@ -1,8 +1,11 @@
 //! Test plumbing shared by the test binaries of this crate (`mod common;`, or
 //! `#[path = "../common/mod.rs"] mod common;` from a binary in a folder): a deterministic random
-//! source, a byte buffer that every simulated lane writes through a `LaneOut`, and one-warp
-//! launches. Each binary uses only part of it.
+//! source, a byte buffer that every simulated lane writes through a `LaneOut`, one-warp
+//! launches, and coded sections built by one thread (`sections`). Each binary uses only part
+//! of it.
 #![allow(dead_code)]
+
+pub mod sections;
 
 use std::cell::UnsafeCell;
 use std::sync::Mutex;

@@ -12,6 +12,7 @@
 use super::host_mem::HostBytes;
 use crate::error::{Error, Result};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// The memory of the FIFOs one rank receives on (laid out by the communicator: FIFO
@@ -21,13 +22,31 @@ pub struct SimEndpoint {
     pub region: HostBytes,
 }
 
+/// Endpoints alive in this process (see [`live_endpoints`]).
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
 impl SimEndpoint {
     /// A zeroed region of `bytes`.
     pub fn new(bytes: usize) -> Arc<SimEndpoint> {
+        LIVE.fetch_add(1, Ordering::Relaxed);
         Arc::new(SimEndpoint {
             region: HostBytes::zeroed(bytes),
         })
     }
+}
+
+impl Drop for SimEndpoint {
+    fn drop(&mut self) {
+        LIVE.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Endpoints of this process whose memory is not freed yet: what the teardown-order test
+/// watches (a rank's region must outlive its own communicator while a peer holds it, and be
+/// freed after the last one).
+#[doc(hidden)]
+pub fn live_endpoints() -> usize {
+    LIVE.load(Ordering::Relaxed)
 }
 
 type Table = Mutex<HashMap<(u64, usize), Arc<SimEndpoint>>>;

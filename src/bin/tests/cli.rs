@@ -16,6 +16,7 @@
 //! | `frame_elems_are_checked_before_any_work` | --frame-elems over a dtype's limit  | exit 2, nothing on stdout; `--help` states the range |
 //! | `every_tool_has_version_and_exit_statuses` | --version, --help                   | the tool's name and version; the exit-status table |
 //! | `comm_kill_on_sim_sees_the_survivors_error` | `zipcoll-comm kill` on 2 thread ranks | exit 0 only with rank 0's typed error reported in time |
+//! | `comm_abort_and_cycles_on_sim_pass`     | `zipcoll-comm abort`, `cycles --cycles 20` on 2 thread ranks | rank 1's abort reported within a second; files and threads unchanged |
 //! | `comm_timeout_flag_beats_env_which_beats_default` | `ZIPCOLL_TIMEOUT_MS`, `--timeout-ms` | the kill's limit follows the flag, else the variable |
 //! | `comm_usage_errors_name_the_problem`    | --ranks 0, bench --iters 0 / --ranks 1 / an overflowing size, bad ZIPCOLL_* values, an empty selection | exit 2 and the message |
 //! | `comm_env_sizes_take_suffixes`          | `ZIPCOLL_BUFFER_BYTES=128K`            | accepted, the check passes                      |
@@ -342,6 +343,26 @@ fn comm_kill_on_sim_sees_the_survivors_error() {
     assert!(line.contains("got error `") && line.ends_with(": ok"), "{line}");
 }
 
+/// `zipcoll-comm abort` and `cycles` on 2 thread ranks: rank 0 reports rank 1's abort well
+/// within a second although the timeout is 20 s; 20 init/abort cycles leave the process's
+/// files and threads as they were (each rank's line says ok).
+#[test]
+fn comm_abort_and_cycles_on_sim_pass() {
+    let stdout = success(&comm(&["abort", "--ranks", "2", "--timeout-ms", "20000"], &[]));
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("rank 0 got"))
+        .unwrap_or_else(|| panic!("no line of rank 0's outcome:\n{stdout}"));
+    assert!(
+        line.contains("rank 1: its caller aborted") && line.ends_with(": ok"),
+        "{line}"
+    );
+    let stdout = success(&comm(&["cycles", "--ranks", "2", "--cycles", "20"], &[]));
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("cycles: rank")).collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert!(lines.iter().all(|l| l.ends_with(": ok")), "{stdout}");
+}
+
 /// The limit the kill line of rank 0 states, in seconds (the timeout + 10 s).
 fn kill_limit(out: &Output) -> String {
     let stdout = success(out);
@@ -369,7 +390,7 @@ type UsageCase<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
 
 #[test]
 fn comm_usage_errors_name_the_problem() {
-    let cases: [UsageCase; 10] = [
+    let cases: [UsageCase; 13] = [
         (
             &["check", "--ranks", "0"],
             &[],
@@ -391,6 +412,17 @@ fn comm_usage_errors_name_the_problem() {
             "bench --ranks 1: needs at least 2 ranks (its send/recv goes from rank 0 to rank 1)",
         ),
         (&["kill", "--ranks", "1"], &[], "kill --ranks 1: needs at least 2 ranks"),
+        (
+            &["abort", "--ranks", "1"],
+            &[],
+            "--ranks 1: needs at least 2 ranks (rank 1 aborts",
+        ),
+        (
+            &["cycles", "--ranks", "1"],
+            &[],
+            "--ranks 1: needs at least 2 ranks (rank 1 aborts",
+        ),
+        (&["cycles", "--ranks", "2", "--cycles", "0"], &[], "0 is not in 1.."),
         (
             &["check", "--quick"],
             &[("ZIPCOLL_TIMEOUT_MS", "0")],

@@ -24,7 +24,7 @@ use zipcoll_targets::Warp;
 const MAX_SYMBOLS: usize = 256;
 /// Registers per lane for `MAX_SYMBOLS` values spread over the narrowest (32-lane) warp; also
 /// the u32 words of the used-symbol bitmap.
-const REGS: usize = MAX_SYMBOLS / 32;
+pub(super) const REGS: usize = MAX_SYMBOLS / 32;
 
 /// Calls `f(0), f(1), .., f(7)` (`REGS` times): a loop over an array's registers, unrolled by
 /// hand so every index is a constant.
@@ -89,6 +89,78 @@ fn select(bitmap: &[u32; REGS], k: u32) -> u32 {
     found.unwrap_or(0)
 }
 
+/// Symbol-space registers for symbols of `bits` (`<= 8`) bits: `ceil(2^bits / WIDTH)`.
+#[inline(always)]
+fn sym_regs<W: Warp>(bits: u32) -> usize {
+    (1usize << bits).div_ceil(W::WIDTH as usize)
+}
+
+/// Adds one round of symbols to the symbol-space `counts` (register `j`: occurrences of symbol
+/// `j x WIDTH + lane`): lane `l`'s symbol `s` (of `bits <= 8` bits) if bit `l` of `valid` is
+/// set. All lanes call it together, with the same `valid` and `bits`.
+#[inline(always)]
+pub(super) fn count_round<W: Warp>(w: W, counts: &mut [u32; REGS], s: u32, valid: u64, bits: u32) {
+    let width = W::WIDTH as usize;
+    let lane = w.lane_id() as usize;
+    let sym_regs = sym_regs::<W>(bits);
+    let mut planes = [0u64; REGS];
+    unroll8(|q| {
+        if (q as u32) < bits {
+            planes[q] = w.ballot(W::FULL, (s >> q) & 1 != 0);
+        }
+    });
+    // every lane: planes[q] = bit q of every lane's symbol (a transpose of the round)
+    unroll8(|j| {
+        let v = j * width + lane;
+        let mut same = valid;
+        unroll8(|q| {
+            if (q as u32) < bits {
+                same &= if (v >> q) & 1 != 0 { planes[q] } else { !planes[q] };
+            }
+        });
+        if j < sym_regs && v >> bits == 0 {
+            counts[j] += same.count_ones();
+        }
+    });
+}
+
+/// The frequencies (symbol space, as `counts`) of the `used` symbols counted in `counts`, `n`
+/// in all, normalized to `2^PROB_BITS`: 1 for each used symbol plus its share of the rest
+/// (rounded down), the rounding deficit to the (smallest) most frequent symbol. All lanes call
+/// it together.
+#[inline(always)]
+pub(super) fn normalize<W: Warp>(w: W, counts: &[u32; REGS], n: usize, used: u32) -> [u32; REGS] {
+    let width = W::WIDTH as usize;
+    let lane = w.lane_id() as usize;
+    let total = 1u32 << PROB_BITS;
+    let spare = total.saturating_sub(used) as u64;
+    let mut freqs = [0u32; REGS];
+    let (mut sum, mut most) = (0u32, 0u32);
+    unroll8(|j| {
+        if counts[j] > 0 {
+            freqs[j] = 1 + (counts[j] as u64 * spare / n.max(1) as u64) as u32;
+        }
+        sum += freqs[j];
+        most = most.max(counts[j]);
+    });
+    let deficit = total.wrapping_sub(warp_sum_u32(w, sum));
+    let most = warp_max_u32(w, most);
+    let mut first = u32::MAX;
+    unroll8(|j| {
+        if counts[j] == most {
+            first = first.min((j * width + lane) as u32);
+        }
+    });
+    let first = warp_min_u32(w, first);
+    // every lane: the rounding deficit and the (smallest) most frequent symbol
+    unroll8(|j| {
+        if (j * width + lane) as u32 == first {
+            freqs[j] = freqs[j].wrapping_add(deficit);
+        }
+    });
+    freqs
+}
+
 /// The encoder's table: the used-symbol bitmap (uniform) and the entries `cum << 16 | freq`,
 /// per lane in symbol space (to write the table) and in rank space (to look symbols up).
 pub(super) struct EncTable {
@@ -96,7 +168,7 @@ pub(super) struct EncTable {
     bitmap: [u32; REGS],
     /// `K`, the number of used symbols.
     used: u32,
-    /// Symbol-space registers in use: `ceil(2^bits / WIDTH)`.
+    /// Symbol-space registers in use: [`sym_regs`].
     sym_regs: usize,
     /// Register `j`: the entry of symbol `j x WIDTH + lane` (0 if unused).
     by_symbol: [u32; REGS],
@@ -114,7 +186,7 @@ impl EncTable {
     pub(super) fn build<W: Warp>(w: W, n: usize, bits: u32, sym: &impl Fn(usize) -> u8) -> Result<Self, OutOfSpace> {
         let width = W::WIDTH as usize;
         let lane = w.lane_id() as usize;
-        let sym_regs = (1usize << bits).div_ceil(width);
+        let sym_regs = sym_regs::<W>(bits);
         let mut counts = [0u32; REGS];
         let mut too_wide = false;
         let mut base = 0;
@@ -127,25 +199,7 @@ impl EncTable {
             };
             let s = if lane < valid_lanes { sym(base + lane) as u32 } else { 0 };
             too_wide |= s >> bits != 0;
-            let mut planes = [0u64; REGS];
-            unroll8(|q| {
-                if (q as u32) < bits {
-                    planes[q] = w.ballot(W::FULL, (s >> q) & 1 != 0);
-                }
-            });
-            // every lane: planes[q] = bit q of every lane's symbol (a transpose of the round)
-            unroll8(|j| {
-                let v = j * width + lane;
-                let mut same = valid;
-                unroll8(|q| {
-                    if (q as u32) < bits {
-                        same &= if (v >> q) & 1 != 0 { planes[q] } else { !planes[q] };
-                    }
-                });
-                if j < sym_regs && v >> bits == 0 {
-                    counts[j] += same.count_ones();
-                }
-            });
+            count_round(w, &mut counts, s, valid, bits);
             // lane l: counts[j] = occurrences of symbol j x WIDTH + l in symbols 0..base + WIDTH
             base += width;
         }
@@ -166,32 +220,7 @@ impl EncTable {
         let regs = (used as usize).div_ceil(width);
         // every lane: the bitmap of used symbols and their number K (>= 1)
 
-        let total = 1u32 << PROB_BITS;
-        let spare = (total - used) as u64;
-        let mut freqs = [0u32; REGS];
-        let (mut sum, mut most) = (0u32, 0u32);
-        unroll8(|j| {
-            if counts[j] > 0 {
-                freqs[j] = 1 + (counts[j] as u64 * spare / n as u64) as u32;
-            }
-            sum += freqs[j];
-            most = most.max(counts[j]);
-        });
-        let deficit = total - warp_sum_u32(w, sum);
-        let most = warp_max_u32(w, most);
-        let mut first = u32::MAX;
-        unroll8(|j| {
-            if counts[j] == most {
-                first = first.min((j * width + lane) as u32);
-            }
-        });
-        let first = warp_min_u32(w, first);
-        // every lane: the rounding deficit and the (smallest) most frequent symbol
-        unroll8(|j| {
-            if (j * width + lane) as u32 == first {
-                freqs[j] += deficit;
-            }
-        });
+        let freqs = normalize(w, &counts, n, used);
         // lane l: freqs[j] = normalized frequency of symbol j x WIDTH + l; they sum to 2^PROB_BITS
 
         let mut by_symbol = [0u32; REGS];
@@ -330,6 +359,57 @@ impl<'a> DecTable<'a> {
             return Err(corrupt(cum_at(used) + 2 * used, "frequencies do not sum to 2^params"));
         }
         Ok(t)
+    }
+
+    /// Checks that the table is the one the encoder builds for the decoded symbols, whose
+    /// counts (`n` in all) are `counts` (symbol space, as [`count_round`] adds them up): every
+    /// symbol's frequency is its normalized count ([`normalize`]), 0 for a symbol that does not
+    /// occur. All lanes call it together; the result is the same on every lane.
+    pub(super) fn check_counts<W: Warp>(
+        &self,
+        w: W,
+        counts: &[u32; REGS],
+        n: usize,
+        bits: u32,
+    ) -> Result<(), FrameError> {
+        let freqs = normalize(w, counts, n, self.used as u32);
+        let sym_regs = sym_regs::<W>(bits);
+        let lane = w.lane_id() as usize;
+        let (mut unused, mut wrong) = (false, false);
+        unroll8(|j| {
+            let v = (j * W::WIDTH as usize + lane) as u32;
+            if j < sym_regs && v >> bits == 0 {
+                let f = self.freq_of(v);
+                unused |= counts[j] == 0 && f != 0;
+                wrong |= f != freqs[j];
+            }
+        });
+        if w.any(W::FULL, unused) {
+            return Err(corrupt(1, "a table symbol that no symbol uses"));
+        }
+        if w.any(W::FULL, wrong) {
+            return Err(corrupt(
+                cum_at(self.used),
+                "frequencies are not the normalized counts of the symbols",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The frequency of symbol `s` in the table, 0 if it is not there (a binary search of the
+    /// ascending symbols).
+    #[inline(always)]
+    fn freq_of(&self, s: u32) -> u32 {
+        let (mut lo, mut hi) = (0, self.used);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match (self.symbol(mid) as u32).cmp(&s) {
+                core::cmp::Ordering::Less => lo = mid + 1,
+                core::cmp::Ordering::Greater => hi = mid,
+                core::cmp::Ordering::Equal => return self.cum(mid + 1).wrapping_sub(self.cum(mid)),
+            }
+        }
+        0
     }
 
     /// Bytes of the table.

@@ -18,7 +18,7 @@
 //! window's code length is one more than the number of limits `<= window` (15 compares, no
 //! branches), its symbol a lookup in that list.
 
-use super::lengths::{ALPHABET, MAX_LEN};
+use super::lengths::{code_lengths, ALPHABET, MAX_LEN};
 use crate::codec::{get_u32, CodecId};
 use crate::frame::FrameError;
 
@@ -62,6 +62,23 @@ pub(crate) fn table_word(lens: &[u8; ALPHABET], nsym: usize, j: usize) -> u32 {
         }
     }
     word
+}
+
+/// Checks that the table at the start of `coded` (`m >= 2` used symbols of an alphabet of
+/// `nsym`, already read by [`DecodeTable::read`]) is the one the encoder writes for a block
+/// whose symbol counts are `counts`: the words of [`table_word`] for the lengths of
+/// [`code_lengths`].
+pub(crate) fn check_table(coded: &[u8], counts: &[u32; ALPHABET], nsym: usize, m: usize) -> Result<(), FrameError> {
+    let lens = code_lengths(counts);
+    for j in 0..table_words(nsym, m) {
+        if word_at(coded, j)? != table_word(&lens, nsym, j) {
+            return Err(corrupt(
+                4 * j,
+                "the code is not the encoder's for the decoded symbols (an unused symbol or other lengths)",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The canonical decode table of a coded section (see the module docs).

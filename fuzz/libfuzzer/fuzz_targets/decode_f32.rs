@@ -3,6 +3,5 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use zipcoll_device::dtype::F32;
 
-fuzz_target!(|data: &[u8]| zipcoll_fuzz::fuzz_decode::<F32>(data));
+fuzz_target!(|data: &[u8]| zipcoll_fuzz::targets::decode_f32(data));

@@ -3,6 +3,5 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use zipcoll_device::codec::ExpAns;
 
-fuzz_target!(|data: &[u8]| zipcoll_fuzz::fuzz_roundtrip::<ExpAns>(data, false));
+fuzz_target!(|data: &[u8]| zipcoll_fuzz::targets::roundtrip_exp_ans(data));

@@ -3,6 +3,5 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use zipcoll_device::dtype::F8E4M3;
 
-fuzz_target!(|data: &[u8]| zipcoll_fuzz::fuzz_decode::<F8E4M3>(data));
+fuzz_target!(|data: &[u8]| zipcoll_fuzz::targets::decode_f8e4m3(data));

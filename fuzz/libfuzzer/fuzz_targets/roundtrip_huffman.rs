@@ -3,6 +3,5 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use zipcoll_device::codec::Huffman;
 
-fuzz_target!(|data: &[u8]| zipcoll_fuzz::fuzz_roundtrip::<Huffman>(data, false));
+fuzz_target!(|data: &[u8]| zipcoll_fuzz::targets::roundtrip_huffman(data));

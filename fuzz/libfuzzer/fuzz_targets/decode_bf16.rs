@@ -3,6 +3,5 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use zipcoll_device::dtype::Bf16;
 
-fuzz_target!(|data: &[u8]| zipcoll_fuzz::fuzz_decode::<Bf16>(data));
+fuzz_target!(|data: &[u8]| zipcoll_fuzz::targets::decode_bf16(data));

@@ -3,10 +3,5 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use zipcoll_host::comm::bootstrap::fuzzing::parse_message;
 
-fuzz_target!(|data: &[u8]| {
-    if let Some((tag, payload)) = data.split_first() {
-        parse_message(u32::from(tag % 5), payload);
-    }
-});
+fuzz_target!(|data: &[u8]| zipcoll_fuzz::targets::bootstrap_message(data));

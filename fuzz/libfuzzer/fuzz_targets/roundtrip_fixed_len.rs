@@ -3,6 +3,5 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use zipcoll_device::codec::FixedLen;
 
-fuzz_target!(|data: &[u8]| zipcoll_fuzz::fuzz_roundtrip::<FixedLen>(data, false));
+fuzz_target!(|data: &[u8]| zipcoll_fuzz::targets::roundtrip_fixed_len(data));

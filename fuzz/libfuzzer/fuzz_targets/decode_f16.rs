@@ -3,6 +3,5 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use zipcoll_device::dtype::F16;
 
-fuzz_target!(|data: &[u8]| zipcoll_fuzz::fuzz_decode::<F16>(data));
+fuzz_target!(|data: &[u8]| zipcoll_fuzz::targets::decode_f16(data));

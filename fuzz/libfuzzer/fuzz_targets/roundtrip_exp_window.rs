@@ -3,6 +3,5 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use zipcoll_device::codec::ExpWindow;
 
-fuzz_target!(|data: &[u8]| zipcoll_fuzz::fuzz_roundtrip::<ExpWindow>(data, false));
+fuzz_target!(|data: &[u8]| zipcoll_fuzz::targets::roundtrip_exp_window(data));

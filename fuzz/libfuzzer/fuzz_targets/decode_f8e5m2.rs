@@ -3,6 +3,5 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use zipcoll_device::dtype::F8E5M2;
 
-fuzz_target!(|data: &[u8]| zipcoll_fuzz::fuzz_decode::<F8E5M2>(data));
+fuzz_target!(|data: &[u8]| zipcoll_fuzz::targets::decode_f8e5m2(data));

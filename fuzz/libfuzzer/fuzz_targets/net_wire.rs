@@ -3,8 +3,5 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use zipcoll_host::transport::net::fuzzing::parse;
 
-fuzz_target!(|data: &[u8]| {
-    parse(data);
-});
+fuzz_target!(|data: &[u8]| zipcoll_fuzz::targets::net_wire(data));

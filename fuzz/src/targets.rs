@@ -1,0 +1,100 @@
+//! The fuzz targets' bodies, one function each, and their table. cargo-fuzz's binaries
+//! (`fuzz/fuzz_targets/<name>.rs`) call them, and so does the smoke test that the test command
+//! runs (`tests/smoke.rs`), so both fuzz the same code. Each function takes any bytes; a
+//! panic is a finding.
+
+use crate::{fuzz_decode, fuzz_roundtrip};
+use zipcoll_device::codec::{ExpAns, ExpWindow, FixedLen, Huffman};
+use zipcoll_device::dtype::{Bf16, F16, F32, F8E4M3, F8E5M2};
+use zipcoll_device::frame::{FrameHeader, HEADER_BYTES};
+
+/// A fuzz target: any bytes in, a panic on a finding.
+pub type Target = fn(&[u8]);
+
+/// Every target by name: the names of `fuzz/fuzz_targets/*.rs` and `fuzz/corpus/*`.
+pub const TARGETS: [(&str, Target); 13] = [
+    ("frame_header", frame_header),
+    ("decode_bf16", decode_bf16),
+    ("decode_f16", decode_f16),
+    ("decode_f32", decode_f32),
+    ("decode_f8e4m3", decode_f8e4m3),
+    ("decode_f8e5m2", decode_f8e5m2),
+    ("roundtrip_raw", roundtrip_raw),
+    ("roundtrip_fixed_len", roundtrip_fixed_len),
+    ("roundtrip_exp_window", roundtrip_exp_window),
+    ("roundtrip_exp_ans", roundtrip_exp_ans),
+    ("roundtrip_huffman", roundtrip_huffman),
+    ("bootstrap_message", bootstrap_message),
+    ("net_wire", net_wire),
+];
+
+/// The frame header parser: a typed result, and a header that parses writes back its bytes.
+pub fn frame_header(data: &[u8]) {
+    if let Ok(h) = FrameHeader::parse(data) {
+        assert_eq!(&h.to_bytes()[..], &data[..HEADER_BYTES]);
+    }
+}
+
+/// Frames of bf16 with any codec: see [`fuzz_decode`].
+pub fn decode_bf16(data: &[u8]) {
+    fuzz_decode::<Bf16>(data)
+}
+
+/// Frames of f16 with any codec: see [`fuzz_decode`].
+pub fn decode_f16(data: &[u8]) {
+    fuzz_decode::<F16>(data)
+}
+
+/// Frames of f32 with any codec: see [`fuzz_decode`].
+pub fn decode_f32(data: &[u8]) {
+    fuzz_decode::<F32>(data)
+}
+
+/// Frames of e4m3 with any codec: see [`fuzz_decode`].
+pub fn decode_f8e4m3(data: &[u8]) {
+    fuzz_decode::<F8E4M3>(data)
+}
+
+/// Frames of e5m2 with any codec: see [`fuzz_decode`].
+pub fn decode_f8e5m2(data: &[u8]) {
+    fuzz_decode::<F8E5M2>(data)
+}
+
+/// RAW frames of any data and dtype: see [`fuzz_roundtrip`].
+pub fn roundtrip_raw(data: &[u8]) {
+    fuzz_roundtrip::<FixedLen>(data, true)
+}
+
+/// FixedLen frames of any data and dtype: see [`fuzz_roundtrip`].
+pub fn roundtrip_fixed_len(data: &[u8]) {
+    fuzz_roundtrip::<FixedLen>(data, false)
+}
+
+/// ExpWindow frames of any data and dtype: see [`fuzz_roundtrip`].
+pub fn roundtrip_exp_window(data: &[u8]) {
+    fuzz_roundtrip::<ExpWindow>(data, false)
+}
+
+/// ExpAns frames of any data and dtype: see [`fuzz_roundtrip`].
+pub fn roundtrip_exp_ans(data: &[u8]) {
+    fuzz_roundtrip::<ExpAns>(data, false)
+}
+
+/// Huffman frames of any data and dtype: see [`fuzz_roundtrip`].
+pub fn roundtrip_huffman(data: &[u8]) {
+    fuzz_roundtrip::<Huffman>(data, false)
+}
+
+/// The bootstrap's messages (the first byte picks HELLO, TABLE, FAIL, BLOB or an unknown tag):
+/// a typed result, never a panic.
+pub fn bootstrap_message(data: &[u8]) {
+    if let Some((tag, payload)) = data.split_first() {
+        zipcoll_host::comm::bootstrap::fuzzing::parse_message(u32::from(tag % 5), payload);
+    }
+}
+
+/// NET's wire records (handshake, message header, a slot's frame length): a typed result,
+/// never a panic; what parses encodes back to its bytes.
+pub fn net_wire(data: &[u8]) {
+    zipcoll_host::transport::net::fuzzing::parse(data);
+}
