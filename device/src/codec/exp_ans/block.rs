@@ -11,7 +11,7 @@
 //! | `A + 4S`          | `128S`     | segment `s`'s 32 final states (u32), stream 0 first, each in `[2^16, 2^32)` |
 //! | `A + 132S`        | `2 x sum`  | the segments' word streams, segment 0 first                     |
 //!
-//! Header: `params` = `p` (11; the decoder reads 9..=11), `params2` = the total of `words[s]`.
+//! Header: `params` = `p` = 11 (the only value the decoder accepts), `params2` = the total of `words[s]`.
 //!
 //! **Table.** Every symbol of the frame is counted in the encoder's pass over the input (four
 //! histograms in shared memory, warp `w` counting into copy `w % 4` to spread the atomics);
@@ -41,7 +41,7 @@
 //! decoded; an error found by one warp is reported by every thread, the one of the lowest
 //! segment when several warps find one.
 
-use super::{ExpAns, MAX_PROB_BITS, MIN_PROB_BITS, PROB_BITS, STATE_LOW, WORD_BITS};
+use super::{ExpAns, PROB_BITS, STATE_LOW, WORD_BITS};
 use crate::bits::lanes_below;
 use crate::block::{block_exclusive_scan, block_max, block_sum, Scratch, REDUCE_WORDS};
 use crate::codec::block_frame::{BlockCoder, MAX_FRAME_WORDS};
@@ -132,7 +132,7 @@ impl BlockCoder for ExpAns {
     }
 
     fn decode_scratch_bytes(block_dim: u32) -> usize {
-        4 * (1 << MAX_PROB_BITS)
+        4 * (1 << PROB_BITS)
             + 4 * (MAX_SEGMENTS + 1)
             + 4 * REDUCE_WORDS
             + error_slot_bytes() * warps_of(block_dim)
@@ -272,8 +272,8 @@ impl BlockCoder for ExpAns {
         put: impl FnMut(usize, u8, bool),
     ) -> Result<(), FrameError> {
         let p = params as u32;
-        if !(MIN_PROB_BITS..=MAX_PROB_BITS).contains(&p) {
-            return Err(corrupt(0, "probability bits (params) outside 9..=11"));
+        if p != PROB_BITS {
+            return Err(corrupt(0, "probability bits (params) are not the encoder's 11"));
         }
         if words == 0 {
             return match (coded.is_empty(), params2) {
@@ -286,7 +286,7 @@ impl BlockCoder for ExpAns {
         let have = scratch.len();
         let mut take = || {
             Some((
-                scratch.take::<u32>(1 << MAX_PROB_BITS)?,
+                scratch.take::<u32>(1 << PROB_BITS)?,
                 scratch.take::<u32>(MAX_SEGMENTS + 1)?,
                 scratch.take::<u32>(REDUCE_WORDS)?,
                 scratch.take::<Option<(u32, FrameError)>>(warps)?,
