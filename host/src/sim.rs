@@ -316,19 +316,22 @@ pub(crate) fn decode_one_block_frame<T: Split>(frame: &[u8], capacity: usize) ->
     let mut out = vec![0u8; capacity * T::DTYPE.size_bytes()];
     let (po, len) = (SharedPtr(out.as_mut_ptr()), out.len());
     let result = Mutex::new(None);
-    run::<32>(block_frames_config(1, kernels::block_codec::decode_shared_bytes()), |w| {
-        let (base, bytes) = zipcoll_targets::SharedMem::shared_mem(w);
-        // SAFETY: the block's shared memory, alive for the launch.
-        let scratch = unsafe { zipcoll_device::block::Scratch::new(base, bytes as usize) };
-        // SAFETY: `out` is valid for `len` bytes until `run` returns; only this block writes it.
-        let dst = unsafe { LaneOut::from_raw(po.get(), len) };
-        let r = codec::block_frame::decode_block_frame::<SimWarp<32>, T>(w, scratch, frame, dst);
-        if zipcoll_targets::Grid::thread_idx(w) == 0 {
-            if let Ok(mut slot) = result.lock() {
-                *slot = Some(r);
+    run::<32>(
+        block_frames_config(1, kernels::block_codec::decode_shared_bytes()),
+        |w| {
+            let (base, bytes) = zipcoll_targets::SharedMem::shared_mem(w);
+            // SAFETY: the block's shared memory, alive for the launch.
+            let scratch = unsafe { zipcoll_device::block::Scratch::new(base, bytes as usize) };
+            // SAFETY: `out` is valid for `len` bytes until `run` returns; only this block writes it.
+            let dst = unsafe { LaneOut::from_raw(po.get(), len) };
+            let r = codec::block_frame::decode_block_frame::<SimWarp<32>, T>(w, scratch, frame, dst);
+            if zipcoll_targets::Grid::thread_idx(w) == 0 {
+                if let Ok(mut slot) = result.lock() {
+                    *slot = Some(r);
+                }
             }
-        }
-    })?;
+        },
+    )?;
     result
         .into_inner()
         .ok()

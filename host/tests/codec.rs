@@ -422,7 +422,15 @@ fn cuda_block_frames_match_sim_or_report_why() {
     let gpu = Backend::Cuda { ordinal: 0 };
     for dtype in [DType::Bf16, DType::F32, DType::F8E4M3] {
         let data = testdata::normal(dtype, 70_000, 4);
-        let sim = encode_with(Backend::Sim, FrameUnit::Block, dtype, Some(CodecId::ExpAns), &data, 32768).unwrap();
+        let sim = encode_with(
+            Backend::Sim,
+            FrameUnit::Block,
+            dtype,
+            Some(CodecId::ExpAns),
+            &data,
+            32768,
+        )
+        .unwrap();
         match encode_with(gpu, FrameUnit::Block, dtype, Some(CodecId::ExpAns), &data, 32768) {
             Ok(enc) => {
                 assert_eq!(enc, sim, "{dtype:?}: the GPU writes the simulator's block frames");

@@ -38,7 +38,10 @@
 //! # }
 //! ```
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch, stdarch_nvptx, link_llvm_intrinsics))]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(asm_experimental_arch, stdarch_nvptx, link_llvm_intrinsics)
+)]
 // The NVPTX warp operations are LLVM intrinsics (`nvptx/lanes.rs`).
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![cfg_attr(target_arch = "amdgpu", feature(stdarch_amdgpu, core_intrinsics))]

@@ -26,7 +26,7 @@
 //! The bytes do not depend on the block size or the warp width. `scratch` is the block's
 //! shared memory: at least [`encode_scratch_bytes`] / [`decode_scratch_bytes`].
 
-use super::frame_codec::{check_encode_args, window};
+use super::frame_codec::{check_encode_args, parse_for, window};
 use super::{CodecId, Coded, ExpAns, LaneOut, OutOfSpace};
 use crate::bits::{le_word, packed_bytes, read_bits};
 use crate::block::{block_sum, Scratch, REDUCE_WORDS};
@@ -378,23 +378,8 @@ pub fn decode_block_frame<W: Warp, T: Split>(
     frame: &[u8],
     out: LaneOut<'_>,
 ) -> Result<usize, FrameError> {
-    let h = FrameHeader::parse_version(frame, BLOCK_FRAME_VERSION)?;
-    let dtype = h.dtype_id().ok_or(FrameError::UnknownDType { found: h.dtype })?;
-    if dtype != T::DTYPE {
-        return Err(FrameError::WrongDType {
-            frame: dtype,
-            expected: T::DTYPE,
-        });
-    }
-    let size = T::DTYPE.size_bytes();
+    let (h, n, payload) = parse_for::<T>(frame, BLOCK_FRAME_VERSION, out.len())?;
     let raw_bytes = h.raw_bytes as usize;
-    if !raw_bytes.is_multiple_of(size) || raw_bytes > out.len() {
-        return Err(FrameError::BadRawLength {
-            raw_bytes: h.raw_bytes,
-            capacity: out.len(),
-        });
-    }
-    let n = raw_bytes / size;
     let words = n.div_ceil(T::ELEMS_PER_WORD);
     if words > MAX_FRAME_WORDS {
         return Err(FrameError::BadRawLength {
@@ -402,12 +387,6 @@ pub fn decode_block_frame<W: Warp, T: Split>(
             capacity: MAX_FRAME_WORDS * word_bytes::<T>(),
         });
     }
-    let payload = frame
-        .get(HEADER_BYTES..HEADER_BYTES + h.payload_bytes as usize)
-        .ok_or(FrameError::Truncated {
-            need: HEADER_BYTES + h.payload_bytes as usize,
-            have: frame.len(),
-        })?;
     let mut scratch = scratch;
     let tmp = frame_tmp(&mut scratch, decode_scratch_bytes(w.block_dim()))?;
     let acc = match h.codec_id() {
@@ -476,7 +455,11 @@ fn decode_split<W: Warp, T: Split, C: BlockCoder>(
         }
         if counts && j * 4 < raw_bytes {
             let keep = raw_bytes - j * 4;
-            let value = if keep < 4 { value & ((1u32 << (8 * keep)) - 1) } else { value };
+            let value = if keep < 4 {
+                value & ((1u32 << (8 * keep)) - 1)
+            } else {
+                value
+            };
             acc = acc.wrapping_add(checksum_term(value, j as u32));
         }
     };

@@ -51,7 +51,7 @@
 use super::{CodecId, Coded, ExpAns, ExpWindow, FixedLen, Huffman, LaneOut, SymbolCoder};
 use crate::bits::{pack_fixed_prefix, packed_bytes, read_bits, warp_checksum_words};
 use crate::dtype::{Elem, Split};
-use crate::frame::{FrameError, FrameHeader, HEADER_BYTES};
+use crate::frame::{FrameError, FrameHeader, FRAME_VERSION, HEADER_BYTES};
 use zipcoll_targets::{Warp, Word};
 
 /// The largest frame [`encode_frame`] writes for `n` elements of `T`: the header plus the data
@@ -301,12 +301,15 @@ fn decode_raw<W: Warp>(w: W, h: &FrameHeader, payload: &[u8], out: LaneOut<'_>) 
     Ok(())
 }
 
-/// Decodes one frame of `T` elements from `frame` into `out` (the elements' bytes,
-/// little-endian); returns the number of elements. Called by every lane of the warp with the
-/// same arguments. Checks and errors are listed in the module docs; on `Err`, `out` may have
-/// been partly written. Bytes of `frame` past the frame's end are ignored.
-pub fn decode_frame<W: Warp, T: Split>(w: W, frame: &[u8], out: LaneOut<'_>) -> Result<usize, FrameError> {
-    let h = FrameHeader::parse(frame)?;
+/// The header of a frame of `version` holding `T` data that fits `capacity` bytes of output,
+/// the number of elements and the payload: the checks before any payload byte is read, in the
+/// order of the module docs (header, dtype, raw length, payload inside `frame`).
+pub(super) fn parse_for<T: Split>(
+    frame: &[u8],
+    version: u8,
+    capacity: usize,
+) -> Result<(FrameHeader, usize, &[u8]), FrameError> {
+    let h = FrameHeader::parse_version(frame, version)?;
     let dtype = h.dtype_id().ok_or(FrameError::UnknownDType { found: h.dtype })?;
     if dtype != T::DTYPE {
         return Err(FrameError::WrongDType {
@@ -316,18 +319,27 @@ pub fn decode_frame<W: Warp, T: Split>(w: W, frame: &[u8], out: LaneOut<'_>) -> 
     }
     let size = T::DTYPE.size_bytes();
     let raw_bytes = h.raw_bytes as usize;
-    if !raw_bytes.is_multiple_of(size) || raw_bytes > out.len() {
+    if !raw_bytes.is_multiple_of(size) || raw_bytes > capacity {
         return Err(FrameError::BadRawLength {
             raw_bytes: h.raw_bytes,
-            capacity: out.len(),
+            capacity,
         });
     }
-    let n = raw_bytes / size;
     let need = HEADER_BYTES + h.payload_bytes as usize;
     let payload = frame.get(HEADER_BYTES..need).ok_or(FrameError::Truncated {
         need,
         have: frame.len(),
     })?;
+    Ok((h, raw_bytes / size, payload))
+}
+
+/// Decodes one frame of `T` elements from `frame` into `out` (the elements' bytes,
+/// little-endian); returns the number of elements. Called by every lane of the warp with the
+/// same arguments. Checks and errors are listed in the module docs; on `Err`, `out` may have
+/// been partly written. Bytes of `frame` past the frame's end are ignored.
+pub fn decode_frame<W: Warp, T: Split>(w: W, frame: &[u8], out: LaneOut<'_>) -> Result<usize, FrameError> {
+    let (h, n, payload) = parse_for::<T>(frame, FRAME_VERSION, out.len())?;
+    let raw_bytes = h.raw_bytes as usize;
     let codec = h.codec_id().ok_or(FrameError::UnknownCodec { found: h.codec })?;
     match codec {
         CodecId::Raw => decode_raw(w, &h, payload, out)?,

@@ -25,8 +25,8 @@ use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
 use zipcoll_device::codec::CodecId;
 use zipcoll_device::dtype::DType;
-use zipcoll_primitives::kernels::codec::STATUS_WORDS;
 use zipcoll_primitives::kernels::block_codec::{decode_shared_bytes, encode_shared_bytes, BLOCK_THREADS};
+use zipcoll_primitives::kernels::codec::STATUS_WORDS;
 use zipcoll_primitives::kernels::{
     DecodeBlockFrames, DecodeFrames, EncodeBlockFrames, EncodeBlockRawFrames, EncodeFrames, EncodeRawFrames,
 };

@@ -88,7 +88,9 @@ impl FrameUnit {
     }
     /// The unit that writes frames of `version`, if any.
     pub fn of_version(version: u8) -> Option<FrameUnit> {
-        [FrameUnit::Warp, FrameUnit::Block].into_iter().find(|u| u.version() == version)
+        [FrameUnit::Warp, FrameUnit::Block]
+            .into_iter()
+            .find(|u| u.version() == version)
     }
     /// Whether this unit has a coder for `codec` (`None`: RAW).
     pub fn codes(self, codec: Option<CodecId>) -> bool {
@@ -247,8 +249,9 @@ pub fn encode_with(
     } else {
         let id = codec.unwrap_or(CodecId::Raw);
         match (unit, backend) {
-            (FrameUnit::Block, Backend::Cuda { ordinal }) => cuda::CudaCodec::with_unit(ordinal, unit)?
-                .encode_slots(dtype, codec, data, frame_elems, slot_bytes)?,
+            (FrameUnit::Block, Backend::Cuda { ordinal }) => {
+                cuda::CudaCodec::with_unit(ordinal, unit)?.encode_slots(dtype, codec, data, frame_elems, slot_bytes)?
+            }
             (FrameUnit::Block, _) => dispatch_dtype!(dtype, |T| sim::encode_block_frames::<T>(
                 id,
                 data,
@@ -666,7 +669,11 @@ pub fn parse_stream(dtype: DType, bytes: &[u8]) -> Result<Encoded> {
         // the first frame's version says what coded the stream; the others must agree
         let version = match unit {
             Some(u) => FrameUnit::version(u),
-            None => bytes.get(offset + 2).copied().filter(|&v| FrameUnit::of_version(v).is_some()).unwrap_or(FRAME_VERSION),
+            None => bytes
+                .get(offset + 2)
+                .copied()
+                .filter(|&v| FrameUnit::of_version(v).is_some())
+                .unwrap_or(FRAME_VERSION),
         };
         let h = FrameHeader::parse_version(&bytes[offset..], version).map_err(reject)?;
         unit = FrameUnit::of_version(version);

@@ -13,7 +13,7 @@
 //!
 //! NVIDIA only: the AMD backend has no launch-sized shared memory yet (`SharedMem`).
 
-use super::codec::{error_record, STATUS_WORDS, ENCODE_FAILED, code};
+use super::codec::{code, error_record, ENCODE_FAILED, STATUS_WORDS};
 use core::slice;
 use zipcoll_codegen::kernel;
 use zipcoll_device::block::Scratch;
@@ -134,7 +134,16 @@ pub unsafe fn encode_block_frames<W: Warp + SharedMem, T: Split, C: BlockCoder>(
 ) {
     // SAFETY: forwarded to the caller.
     unsafe {
-        encode_each::<W, T>(w, input, n, frame_elems, out, slot_bytes, frame_bytes, encode_block_frame::<W, T, C>)
+        encode_each::<W, T>(
+            w,
+            input,
+            n,
+            frame_elems,
+            out,
+            slot_bytes,
+            frame_bytes,
+            encode_block_frame::<W, T, C>,
+        )
     }
 }
 
@@ -154,7 +163,16 @@ pub unsafe fn encode_block_raw_frames<W: Warp + SharedMem, T: Split>(
 ) {
     // SAFETY: forwarded to the caller.
     unsafe {
-        encode_each::<W, T>(w, input, n, frame_elems, out, slot_bytes, frame_bytes, encode_block_raw_frame::<W, T>)
+        encode_each::<W, T>(
+            w,
+            input,
+            n,
+            frame_elems,
+            out,
+            slot_bytes,
+            frame_bytes,
+            encode_block_raw_frame::<W, T>,
+        )
     }
 }
 

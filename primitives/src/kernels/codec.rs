@@ -353,7 +353,7 @@ mod tests {
     use super::*;
 
     /// One error of every variant, with fields that fit their record words.
-    const ERRORS: [FrameError; 13] = [
+    const ERRORS: [FrameError; 14] = [
         FrameError::Truncated { need: 64, have: 40 },
         FrameError::BadMagic { found: 0x1234 },
         FrameError::UnsupportedVersion { found: 9 },

@@ -132,11 +132,7 @@ impl BlockCoder for ExpAns {
     }
 
     fn decode_scratch_bytes(block_dim: u32) -> usize {
-        4 * (1 << PROB_BITS)
-            + 4 * (MAX_SEGMENTS + 1)
-            + 4 * REDUCE_WORDS
-            + error_slot_bytes() * warps_of(block_dim)
-            + 32
+        4 * (1 << PROB_BITS) + 4 * (MAX_SEGMENTS + 1) + 4 * REDUCE_WORDS + error_slot_bytes() * warps_of(block_dim) + 32
     }
 
     fn begin<W: Warp>(w: W, scratch: &mut Scratch) -> Result<Encoder, FrameError> {
@@ -719,7 +715,10 @@ fn decode_segments<W: Warp>(
             let needy = w.ballot(W::FULL, need);
             let count = needy.count_ones() as usize;
             if count > left {
-                return Some((seg as u32, corrupt(stream_at, "word stream ends before the last symbol")));
+                return Some((
+                    seg as u32,
+                    corrupt(stream_at, "word stream ends before the last symbol"),
+                ));
             }
             left -= count;
             let at = stream_at + 2 * (left + (needy & lanes_below(w)).count_ones() as usize);
