@@ -5,7 +5,7 @@
 //!
 //! | item                      | what every thread gets                                          |
 //! |---------------------------|-----------------------------------------------------------------|
-//! | [`Scratch`]               | typed regions carved, in order, out of the block's shared memory |
+//! | [`Scratch`], [`Region`]   | typed regions carved, in order, out of the block's shared memory |
 //! | [`block_exclusive_scan`]  | the sum of `v` over the threads before it, and the total         |
 //! | [`block_sum`], [`block_max`] | the sum / maximum of `v` over the block                       |
 //! | [`block_any`]             | whether `pred` holds on any thread                              |
@@ -36,6 +36,66 @@ use zipcoll_targets::Warp;
 /// (1024 threads of 32-lane warps).
 pub const REDUCE_WORDS: usize = 32;
 
+/// `len` values of `T` in block-shared memory, taken from a [`Scratch`]. Accesses are raw
+/// (threads of the block share the region; a barrier orders one thread's writes before another's
+/// reads), with the index checked in debug builds (the simulator's tests).
+#[derive(Debug)]
+pub struct Region<T> {
+    ptr: *mut T,
+    len: usize,
+}
+
+impl<T> Clone for Region<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Region<T> {}
+
+impl<T: Copy> Region<T> {
+    /// Values in the region.
+    pub fn len(self) -> usize {
+        self.len
+    }
+    /// True if the region holds no value.
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
+    /// The region's first value (for functions that take shared memory as a pointer).
+    pub fn as_ptr(self) -> *mut T {
+        self.ptr
+    }
+    /// The address of value `i`.
+    ///
+    /// # Safety
+    /// `i < len`.
+    #[inline(always)]
+    pub unsafe fn at(self, i: usize) -> *mut T {
+        debug_assert!(i < self.len, "shared index {i} of {}", self.len);
+        // SAFETY: `i < len` (the caller): inside the region.
+        unsafe { self.ptr.add(i) }
+    }
+    /// Value `i`.
+    ///
+    /// # Safety
+    /// `i < len`, and no thread writes value `i` between the barrier that published it and this
+    /// read.
+    #[inline(always)]
+    pub unsafe fn get(self, i: usize) -> T {
+        // SAFETY: the caller's contract.
+        unsafe { self.at(i).read() }
+    }
+    /// Writes value `i`.
+    ///
+    /// # Safety
+    /// `i < len`, and no other thread reads or writes value `i` until the next barrier.
+    #[inline(always)]
+    pub unsafe fn set(self, i: usize, v: T) {
+        // SAFETY: the caller's contract.
+        unsafe { self.at(i).write(v) }
+    }
+}
+
 /// The block's shared memory, handed out front to back in aligned, typed regions. Every thread
 /// carves the same regions in the same order, so they agree on where each one is.
 #[derive(Clone, Copy, Debug)]
@@ -65,6 +125,10 @@ impl Scratch {
         self.used = end;
         // SAFETY: `start + count * size_of::<T>() <= len`: inside the region `new` was given.
         Some(unsafe { self.base.add(start) }.cast())
+    }
+    /// The next `count` values of `T` as a [`Region`]; `None` when they do not fit.
+    pub fn region<T>(&mut self, count: usize) -> Option<Region<T>> {
+        self.take::<T>(count).map(|ptr| Region { ptr, len: count })
     }
     /// Bytes in all.
     pub fn len(&self) -> usize {

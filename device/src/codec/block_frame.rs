@@ -30,7 +30,7 @@ use super::frame_codec::{check_encode_args, parse_for, window};
 use super::{CodecId, Coded, ExpAns, LaneOut, OutOfSpace};
 use crate::bits::{le_word, packed_bytes, read_bits};
 use crate::block::{block_sum, Scratch, REDUCE_WORDS};
-use crate::dtype::Split;
+use crate::dtype::{elem_bytes, Split};
 use crate::frame::{checksum_term, FrameError, FrameHeader, BLOCK_FRAME_VERSION, HEADER_BYTES};
 use zipcoll_targets::{Warp, Word, V4};
 
@@ -97,44 +97,23 @@ pub fn decode_scratch_bytes(block_dim: u32) -> usize {
     4 * REDUCE_WORDS + 16 + ExpAns::decode_scratch_bytes(block_dim)
 }
 
-/// The elements' bytes.
+/// Split word `i` of the elements' bytes (little-endian, zero past the end), read as whole
+/// elements (naturally aligned loads).
 #[inline(always)]
-fn as_bytes<T: Split>(input: &[T::Bits]) -> &[u8] {
-    // SAFETY: `T::Bits` is a plain integer (u8, u16 or u32): every byte is initialized, any
-    // alignment suits u8, and the length is the slice's size in bytes.
-    unsafe { core::slice::from_raw_parts(input.as_ptr().cast::<u8>(), core::mem::size_of_val(input)) }
-}
-
-/// Split word `i` of the elements' bytes (little-endian, zero past the end).
-#[inline(always)]
-fn split_word<T: Split>(bytes: &[u8], i: usize) -> u32 {
-    let wb = word_bytes::<T>();
-    let at = i * wb;
-    let p = bytes.as_ptr() as usize + at;
-    if at + wb <= bytes.len() && p.is_multiple_of(wb) {
-        // SAFETY: in bounds (checked) and aligned for the read (checked).
-        unsafe {
-            if wb == 2 {
-                bytes.as_ptr().add(at).cast::<u16>().read() as u32
-            } else {
-                bytes.as_ptr().add(at).cast::<u32>().read()
-            }
-        }
-    } else {
-        let mut v = 0u32;
-        for k in 0..wb {
-            if let Some(b) = bytes.get(at + k) {
-                v |= (*b as u32) << (8 * k);
-            }
-        }
-        v
+fn split_word<T: Split>(input: &[T::Bits], i: usize) -> u32 {
+    let bits = 8 * T::DTYPE.size_bytes();
+    let mut v = 0u32;
+    for k in 0..T::ELEMS_PER_WORD {
+        let e = input.get(i * T::ELEMS_PER_WORD + k).map_or(0, |e| e.to_bits64() as u32);
+        v |= e << (bits * k);
     }
+    v
 }
 
 /// The exponent symbol of split word `i`.
 #[inline(always)]
-fn symbol_of<T: Split>(bytes: &[u8], i: usize) -> u8 {
-    T::split(T::Word::from_bits64(split_word::<T>(bytes, i) as u64)).0
+fn symbol_of<T: Split>(input: &[T::Bits], i: usize) -> u8 {
+    T::split(T::Word::from_bits64(split_word::<T>(input, i) as u64)).0
 }
 
 /// The little-endian u32 words `c * U .. (c + 1) * U` of `bytes` (zero past the end), with
@@ -320,7 +299,7 @@ pub fn encode_block_frame<W: Warp, T: Split, C: BlockCoder>(
         have,
     };
     let tmp = scratch.take::<u32>(REDUCE_WORDS).ok_or(too_small)?;
-    let bytes = as_bytes::<T>(input);
+    let bytes = elem_bytes::<T>(input);
     let plane_bytes = packed_bytes(words, T::RAW_BITS);
     let coder = if plane_bytes < raw_bytes as usize {
         Some(C::begin(w, &mut scratch).map_err(|_| too_small)?)
@@ -334,7 +313,7 @@ pub fn encode_block_frame<W: Warp, T: Split, C: BlockCoder>(
     if let Some(enc) = coder {
         let budget = raw_bytes as usize - plane_bytes - 1;
         let coded_out = window(out, HEADER_BYTES + plane_bytes, budget);
-        let sym = |i: usize| symbol_of::<T>(bytes, i);
+        let sym = |i: usize| symbol_of::<T>(input, i);
         if let Ok(Coded { len, params, params2 }) = C::encode(w, enc, words, T::SYMBOL_BITS, sym, coded_out) {
             if len <= budget {
                 let payload = (plane_bytes + len) as u32;
@@ -361,7 +340,7 @@ pub fn encode_block_raw_frame<W: Warp, T: Split>(
     let raw_bytes = check_encode_args::<T>(input.len(), &out)?;
     let mut scratch = scratch;
     let tmp = frame_tmp(&mut scratch, 4 * REDUCE_WORDS)?;
-    let acc = copy_summed(w, as_bytes::<T>(input), out, HEADER_BYTES, raw_bytes as usize);
+    let acc = copy_summed(w, elem_bytes::<T>(input), out, HEADER_BYTES, raw_bytes as usize);
     // SAFETY: `tmp` is this call's; at most REDUCE_WORDS warps.
     let checksum = unsafe { block_sum(w, tmp, acc) }.wrapping_add(raw_bytes);
     let h = header::<T>(CodecId::Raw, 0, 0, raw_bytes, raw_bytes, checksum);

@@ -44,6 +44,13 @@ pub use self::fp8::{pack_pair, unpack_pair, F8E4M3, F8E5M2};
 use core::fmt::Debug;
 use zipcoll_targets::Word;
 
+/// The bytes of `elems` (little-endian on every target zipcoll runs on).
+pub fn elem_bytes<T: Elem>(elems: &[T::Bits]) -> &[u8] {
+    // SAFETY: `T::Bits` is a plain integer (u8, u16 or u32): every byte is initialized, u8 has
+    // no alignment, and the length is the slice's size in bytes.
+    unsafe { core::slice::from_raw_parts(elems.as_ptr().cast::<u8>(), core::mem::size_of_val(elems)) }
+}
+
 /// f32's canonical NaN (PTX's): all bits set but the sign.
 pub(crate) const F32_CANONICAL_NAN: u32 = 0x7FFF_FFFF;
 

@@ -43,7 +43,7 @@
 
 use super::{ExpAns, PROB_BITS, STATE_LOW, WORD_BITS};
 use crate::bits::lanes_below;
-use crate::block::{block_exclusive_scan, block_max, block_sum, Scratch, REDUCE_WORDS};
+use crate::block::{block_exclusive_scan, block_max, block_sum, Region, Scratch, REDUCE_WORDS};
 use crate::codec::block_frame::{BlockCoder, MAX_FRAME_WORDS};
 use crate::codec::{CodecId, Coded, LaneOut, OutOfSpace};
 use crate::frame::FrameError;
@@ -77,16 +77,16 @@ fn warps_of(block_dim: u32) -> usize {
 #[derive(Clone, Copy, Debug)]
 pub struct Encoder {
     /// `HIST_COPIES x SYMBOLS` counts; after the table is built copy 0 holds the totals.
-    hist: *mut u32,
+    hist: Region<u32>,
     /// Per symbol: `[reciprocal, freq | cum << 12 | l << 24]` (zero for unused symbols).
-    table: *mut [u32; 2],
+    table: Region<[u32; 2]>,
     /// The reductions' words.
-    tmp: *mut u32,
+    tmp: Region<u32>,
     /// Per warp: `STAGE_WORDS` words of staging.
-    staging: *mut u16,
+    staging: Region<u16>,
     /// Per warp: the stream length of its segment in the current batch, and a flag word
     /// (nonzero: some stream overflowed its staging or met an unseen symbol).
-    lens: *mut u32,
+    lens: Region<u32>,
 }
 
 /// Bytes of a table of `k` used symbols, and the offset of the segment directory after it.
@@ -140,11 +140,11 @@ impl BlockCoder for ExpAns {
         let have = scratch.len();
         let mut take = || -> Option<Encoder> {
             Some(Encoder {
-                hist: scratch.take::<u32>(HIST_COPIES * SYMBOLS)?,
-                table: scratch.take::<[u32; 2]>(SYMBOLS)?,
-                tmp: scratch.take::<u32>(REDUCE_WORDS)?,
-                staging: scratch.take::<u16>(STAGE_WORDS * warps)?,
-                lens: scratch.take::<u32>(REDUCE_WORDS + 1)?,
+                hist: scratch.region::<u32>(HIST_COPIES * SYMBOLS)?,
+                table: scratch.region::<[u32; 2]>(SYMBOLS)?,
+                tmp: scratch.region::<u32>(REDUCE_WORDS)?,
+                staging: scratch.region::<u16>(STAGE_WORDS * warps)?,
+                lens: scratch.region::<u32>(REDUCE_WORDS + 1)?,
             })
         };
         let enc = take().ok_or(FrameError::ScratchTooSmall {
@@ -154,14 +154,14 @@ impl BlockCoder for ExpAns {
         let mut k = w.thread_idx() as usize;
         while k < HIST_COPIES * SYMBOLS {
             // SAFETY: inside the histogram; entry `k` is this thread's until the barrier.
-            unsafe { enc.hist.add(k).write(0) };
+            unsafe { enc.hist.set(k, 0) };
             if k < SYMBOLS {
                 // SAFETY: inside the table; as above.
-                unsafe { enc.table.add(k).write([0, 0]) };
+                unsafe { enc.table.set(k, [0, 0]) };
             }
             if k <= REDUCE_WORDS {
                 // SAFETY: inside `lens`; as above.
-                unsafe { enc.lens.add(k).write(0) };
+                unsafe { enc.lens.set(k, 0) };
             }
             k += w.block_dim() as usize;
         }
@@ -173,7 +173,7 @@ impl BlockCoder for ExpAns {
     fn count<W: Warp>(w: W, enc: Encoder, symbol: u8) {
         let copy = w.warp_idx() as usize % HIST_COPIES;
         // SAFETY: `copy * SYMBOLS + symbol` is inside the histogram.
-        bump(w, unsafe { enc.hist.add(copy * SYMBOLS + symbol as usize) });
+        bump(w, unsafe { enc.hist.at(copy * SYMBOLS + symbol as usize) });
     }
 
     fn encode<W: Warp>(
@@ -215,21 +215,21 @@ impl BlockCoder for ExpAns {
             let mut total = 0usize;
             for k in 0..warps.min(segments - batch) {
                 // SAFETY: written before the barrier; read only until the next barrier.
-                let len = unsafe { enc.lens.add(k).read() } as usize;
+                let len = unsafe { enc.lens.get(k) } as usize;
                 if k < warp {
                     before += len;
                 }
                 total += len;
             }
             // SAFETY: as above.
-            let flag = unsafe { enc.lens.add(REDUCE_WORDS).read() };
+            let flag = unsafe { enc.lens.get(REDUCE_WORDS) };
             let end = streams_at + 2 * (written + total);
             if flag != 0 || end > out.len() {
                 return Err(OutOfSpace { offset: end });
             }
             if warp < warps && seg < segments {
                 // SAFETY: as above.
-                let len = unsafe { enc.lens.add(warp).read() } as usize;
+                let len = unsafe { enc.lens.get(warp) } as usize;
                 let at = streams_at + 2 * (written + before);
                 if lane == 0 {
                     // SAFETY: directory entry `seg` is this warp's.
@@ -238,7 +238,7 @@ impl BlockCoder for ExpAns {
                 let mut j = lane;
                 while j < len {
                     // SAFETY: the warp's staging word `j < len <= STAGE_WORDS`.
-                    let v = unsafe { enc.staging.add(warp * STAGE_WORDS + j).read() };
+                    let v = unsafe { enc.staging.get(warp * STAGE_WORDS + j) };
                     // SAFETY: `at + 2 * len <= end <= out.len()`; this warp's stream, word `j`
                     // by lane `j % WIDTH`.
                     let _ = unsafe { out.put_le(at + 2 * j, v as u32, 2) };
@@ -282,32 +282,32 @@ impl BlockCoder for ExpAns {
         let have = scratch.len();
         let mut take = || {
             Some((
-                scratch.take::<u32>(1 << PROB_BITS)?,
-                scratch.take::<u32>(MAX_SEGMENTS + 1)?,
-                scratch.take::<u32>(REDUCE_WORDS)?,
-                scratch.take::<Option<(u32, FrameError)>>(warps)?,
+                scratch.region::<u32>(1 << PROB_BITS)?,
+                scratch.region::<u32>(MAX_SEGMENTS + 1)?,
+                scratch.region::<u32>(REDUCE_WORDS)?,
+                scratch.region::<Option<(u32, FrameError)>>(warps)?,
             ))
         };
         let (slots, offsets, tmp, errors) = take().ok_or(FrameError::ScratchTooSmall {
             need: Self::decode_scratch_bytes(w.block_dim()),
             have,
         })?;
-        let layout = parse_layout(w, tmp, coded, words, symbol_bits.min(8), p, params2)?;
+        let layout = parse_layout(w, tmp.as_ptr(), coded, words, symbol_bits.min(8), p, params2)?;
         // SAFETY: the regions were taken from this block's scratch for this call.
-        unsafe { fill_tables(w, tmp, slots, offsets, coded, &layout, p) }?;
+        unsafe { fill_tables(w, tmp.as_ptr(), slots, offsets, coded, &layout, p) }?;
         // every thread: the slot table and the segments' stream offsets (in words) are ready
         if w.warp_idx() < w.warps_per_block().min(REDUCE_WORDS as u32) {
             let found = decode_segments(w, slots, offsets, coded, &layout, p, put);
             if w.lane_id() == 0 {
                 // SAFETY: slot `warp` is this warp's.
-                unsafe { errors.add(w.warp_idx() as usize).write(found) };
+                unsafe { errors.set(w.warp_idx() as usize, found) };
             }
         }
         w.block_sync();
         let mut first: Option<(u32, FrameError)> = None;
         for k in 0..(w.warps_per_block() as usize).min(warps) {
             // SAFETY: written before the barrier.
-            if let Some((seg, e)) = unsafe { errors.add(k).read() } {
+            if let Some((seg, e)) = unsafe { errors.get(k) } {
                 if first.is_none_or(|(s, _)| seg < s) {
                     first = Some((seg, e));
                 }
@@ -340,10 +340,10 @@ fn build_table<W: Warp>(w: W, enc: Encoder, words: usize, bits: u32, out: LaneOu
         for copy in 0..HIST_COPIES {
             // SAFETY: inside the histogram; symbol `t`'s counts are read and written by this
             // thread only (the atomics ended at the barrier).
-            c += unsafe { enc.hist.add(copy * SYMBOLS + t).read() };
+            c += unsafe { enc.hist.get(copy * SYMBOLS + t) };
         }
         // SAFETY: as above.
-        unsafe { enc.hist.add(t).write(c) };
+        unsafe { enc.hist.set(t, c) };
         if c > 0 {
             used += 1;
             top = top.max(c << 8 | (255 - t as u32));
@@ -351,7 +351,12 @@ fn build_table<W: Warp>(w: W, enc: Encoder, words: usize, bits: u32, out: LaneOu
         t += step;
     }
     // SAFETY: `tmp` is the encoder's.
-    let (k, top) = unsafe { (block_sum(w, enc.tmp, used), block_max(w, enc.tmp, top)) };
+    let (k, top) = unsafe {
+        (
+            block_sum(w, enc.tmp.as_ptr(), used),
+            block_max(w, enc.tmp.as_ptr(), top),
+        )
+    };
     let top = 255 - (top & 0xFF) as usize;
     let (table_end, dir_at) = table_bytes(k as usize);
     if k as usize > symbols {
@@ -372,31 +377,27 @@ fn build_table<W: Warp>(w: W, enc: Encoder, words: usize, bits: u32, out: LaneOu
     let mut t = tid;
     while t < SYMBOLS {
         // SAFETY: symbol `t`'s total, written by this thread.
-        sum += freq_of(unsafe { enc.hist.add(t).read() });
+        sum += freq_of(unsafe { enc.hist.get(t) });
         t += step;
     }
     // SAFETY: as above.
-    let deficit = total - unsafe { block_sum(w, enc.tmp, sum) };
+    let deficit = total - unsafe { block_sum(w, enc.tmp.as_ptr(), sum) };
     let mut carry = 0u32;
     let mut round = 0;
     while round < SYMBOLS {
         let t = round + tid;
         // SAFETY: symbol `t`'s total, written by this thread (the same `t` as above).
-        let c = if t < SYMBOLS {
-            unsafe { enc.hist.add(t).read() }
-        } else {
-            0
-        };
+        let c = if t < SYMBOLS { unsafe { enc.hist.get(t) } } else { 0 };
         let freq = freq_of(c) + if t == top { deficit } else { 0 };
         let packed = freq | ((c > 0) as u32) << 16;
         // SAFETY: as above.
-        let (before, all) = unsafe { block_exclusive_scan(w, enc.tmp, packed) };
+        let (before, all) = unsafe { block_exclusive_scan(w, enc.tmp.as_ptr(), packed) };
         let at = carry.wrapping_add(before);
         let (cum, rank) = (at & 0xFFFF, (at >> 16) as usize);
         if c > 0 {
             let (m, l) = divisor(freq);
             // SAFETY: symbol `t`'s entry, written by this thread only.
-            unsafe { enc.table.add(t).write([m, freq | cum << 12 | l << 24]) };
+            unsafe { enc.table.set(t, [m, freq | cum << 12 | l << 24]) };
             // SAFETY: byte `1 + rank` and u16 `cum[rank]` belong to the symbol of that rank.
             unsafe {
                 let _ = out.put_u8(1 + rank, t as u8);
@@ -437,7 +438,7 @@ fn code_segment<W: Warp>(
     let coder = lane < STREAMS;
     let start = seg * SEGMENT_WORDS;
     let end = (start + SEGMENT_WORDS).min(words);
-    let staging = enc.staging.wrapping_add(warp * STAGE_WORDS);
+    let staging = warp * STAGE_WORDS;
     let mut x = STATE_LOW;
     let mut cursor = 0usize;
     let mut bad = false;
@@ -447,7 +448,7 @@ fn code_segment<W: Warp>(
         let i = start + round * STREAMS + lane;
         let active = coder & (i < end);
         // SAFETY: a symbol's entry (symbols are bytes; the table has 256).
-        let [m, e] = unsafe { enc.table.add(sym(i) as usize).read() };
+        let [m, e] = unsafe { enc.table.get(sym(i) as usize) };
         let (freq, cum, l) = (e & 0xFFF, (e >> 12) & 0xFFF, e >> 24);
         bad |= active & (freq == 0);
         let freq = freq.max(1);
@@ -457,7 +458,7 @@ fn code_segment<W: Warp>(
             let at = cursor + (mask & lanes_below(w)).count_ones() as usize;
             if at < STAGE_WORDS {
                 // SAFETY: inside this warp's staging; slot `at` is this lane's.
-                unsafe { staging.add(at).write(x as u16) };
+                unsafe { enc.staging.set(staging + at, x as u16) };
             }
             x >>= WORD_BITS;
         }
@@ -474,11 +475,11 @@ fn code_segment<W: Warp>(
     let overflow = cursor > STAGE_WORDS;
     if w.any(W::FULL, bad || overflow) && lane == 0 {
         // SAFETY: the flag word; every writer writes 1.
-        unsafe { w.store_relaxed(enc.lens.add(REDUCE_WORDS), 1, Scope::Block) };
+        unsafe { w.store_relaxed(enc.lens.at(REDUCE_WORDS), 1, Scope::Block) };
     }
     if lane == 0 {
         // SAFETY: `lens[warp]` is this warp's.
-        unsafe { enc.lens.add(warp).write(cursor.min(STAGE_WORDS) as u32) };
+        unsafe { enc.lens.set(warp, cursor.min(STAGE_WORDS) as u32) };
     }
 }
 
@@ -611,8 +612,8 @@ fn parse_layout<W: Warp>(
 unsafe fn fill_tables<W: Warp>(
     w: W,
     tmp: *mut u32,
-    slots: *mut u32,
-    offsets: *mut u32,
+    slots: Region<u32>,
+    offsets: Region<u32>,
     coded: &[u8],
     layout: &Layout,
     p: u32,
@@ -636,7 +637,7 @@ unsafe fn fill_tables<W: Warp>(
         let freq = u16_at(coded, cum_at + 2 * lo + 2) - cum;
         let symbol = coded[1 + lo] as u32;
         // SAFETY: `slot < 2^p <= 2^11` (the caller's region); one writer per slot.
-        unsafe { slots.add(slot).write(symbol | freq << 8 | cum << 20) };
+        unsafe { slots.set(slot, symbol | freq << 8 | cum << 20) };
         slot += step;
     }
     let mut carry = 0u32;
@@ -652,7 +653,7 @@ unsafe fn fill_tables<W: Warp>(
         let (before, total) = unsafe { block_exclusive_scan(w, tmp, len) };
         if s < layout.segments {
             // SAFETY: `s < segments <= MAX_SEGMENTS`; one writer per entry.
-            unsafe { offsets.add(s).write(carry + before) };
+            unsafe { offsets.set(s, carry + before) };
         }
         carry += total;
         base += step;
@@ -671,8 +672,8 @@ unsafe fn fill_tables<W: Warp>(
 /// Decodes this warp's segments (`warp, warp + warps, ..`); the first error with its segment.
 fn decode_segments<W: Warp>(
     w: W,
-    slots: *const u32,
-    offsets: *const u32,
+    slots: Region<u32>,
+    offsets: Region<u32>,
     coded: &[u8],
     layout: &Layout,
     p: u32,
@@ -697,7 +698,7 @@ fn decode_segments<W: Warp>(
             return Some((seg as u32, corrupt(at, "stored rANS state below 2^16")));
         }
         // SAFETY: `seg < segments`: written by `fill_tables`.
-        let stream_at = layout.streams_at + 2 * unsafe { offsets.add(seg).read() } as usize;
+        let stream_at = layout.streams_at + 2 * unsafe { offsets.get(seg) } as usize;
         let mut left = u32_at(coded, layout.dir_at + 4 * seg) as usize;
         for round in 0..(end - start).div_ceil(STREAMS) {
             // Every lane runs the same instructions up to the ballot (selects, no branches on its
@@ -706,7 +707,7 @@ fn decode_segments<W: Warp>(
             let active = coder & (i < end);
             let slot = x & slot_mask;
             // SAFETY: `slot < 2^p`: inside the table `fill_tables` wrote.
-            let e = unsafe { slots.add(slot as usize).read() };
+            let e = unsafe { slots.get(slot as usize) };
             let (symbol, freq, cum) = (e as u8, (e >> 8) & 0xFFF, e >> 20);
             let stepped = freq.wrapping_mul(x >> p).wrapping_add(slot.wrapping_sub(cum));
             x = if active { stepped } else { x };
