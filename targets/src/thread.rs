@@ -56,3 +56,26 @@ pub trait Thread: Copy {
         unsafe { p.write(v) }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Thread;
+
+    /// The portable defaults (what the simulator and AMD run).
+    #[derive(Clone, Copy)]
+    struct Portable;
+    impl Thread for Portable {}
+
+    #[test]
+    fn portable_defaults_match_their_definitions() {
+        let t = Portable;
+        assert_eq!(t.mul_hi(0xFFFF_FFFF, 0xFFFF_FFFF), 0xFFFF_FFFE);
+        assert_eq!(t.mul_hi(1 << 31, 4), 2);
+        // CUDA's __byte_perm examples: identity, swap of the words' bytes, a reversal
+        let (a, b) = (0x4433_2211, 0x8877_6655);
+        assert_eq!(t.byte_perm(a, b, 0x3210), a);
+        assert_eq!(t.byte_perm(a, b, 0x7654), b);
+        assert_eq!(t.byte_perm(a, b, 0x0123), 0x1122_3344);
+        assert_eq!(t.byte_perm(a, b, 0x5140), 0x6622_5511);
+    }
+}
