@@ -19,7 +19,7 @@
 # | ncu_block   | Nsight Compute on the bf16 block ExpAns encoder and decoder (speed of light, occupancy, warp stalls) |
 # | gpu_tests   | the host's GPU-only tests (.gpu/tests, from gpu-pack.sh) with ZIPCOLL_REQUIRE_GPU=1: they fail, not skip, if the GPU path breaks |
 # | race_sync   | compute-sanitizer racecheck and synccheck on the all_reduce example (COMM_RANKS ranks, small) and on the codec crosscheck (small) |
-# | p2p_faults  | over P2P: `zipcoll-comm kill` (rank 1's process exits mid-collective) and `zipcoll-comm abort` (rank 1 calls abort(): the others fail within 1 s, the timeout 60 s) |
+# | p2p_faults  | over P2P: `zipcoll-comm kill` (rank 1's process exits mid-collective), `zipcoll-comm abort` (rank 1 calls abort(): the others fail within 1 s naming it, the timeout 60 s), `zipcoll-comm resident` (4 ranks x 256 channels: a group of 1536 warps, refused or run right) and Auto's transport with CUDA_VISIBLE_DEVICES=0 in every rank |
 # | p2p_cycles  | over P2P: `zipcoll-comm cycles` (CYCLES, default 1000, init/abort cycles; open files, threads, resident memory and cuMemGetInfo before and after) |
 #
 # COMM_RANKS=2 runs the comm steps with two ranks (on one GPU: P2P over CUDA IPC within the
@@ -101,7 +101,9 @@ for step in $STEPS; do
       done ;;
     p2p_faults)
       run p2p_kill .gpu/bin/zipcoll-comm kill --transport p2p --timeout-ms 10000 --ranks ${COMM_RANKS:-2}
-      run p2p_abort .gpu/bin/zipcoll-comm abort --transport p2p --timeout-ms 60000 --ranks ${COMM_RANKS:-2} ;;
+      run p2p_abort .gpu/bin/zipcoll-comm abort --transport p2p --timeout-ms 60000 --ranks ${COMM_RANKS:-2}
+      run p2p_resident env ZIPCOLL_CHANNELS=256 ZIPCOLL_BUFFER_BYTES=64K .gpu/bin/zipcoll-comm resident --transport p2p --ranks 4
+      run auto_visible env CUDA_VISIBLE_DEVICES=0 .gpu/bin/zipcoll-comm bench --sizes 1M --iters 2 --ranks 2 ;;
     p2p_cycles)
       run p2p_cycles .gpu/bin/zipcoll-comm cycles --transport p2p --cycles ${CYCLES:-1000} --timeout-ms 10000 --ranks ${COMM_RANKS:-2} ;;
     gpu_tests)

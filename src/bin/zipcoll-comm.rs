@@ -9,6 +9,7 @@
 //! zipcoll-comm kill --transport net             # rank 1 dies mid-run: the others must fail in time
 //! zipcoll-comm abort --transport p2p            # rank 1 calls abort() mid-run: the others fail within 1 s
 //! zipcoll-comm cycles --cycles 1000             # init/abort cycles leave files, threads and memory as they were
+//! ZIPCOLL_CHANNELS=256 zipcoll-comm resident --ranks 4  # a group too big to be resident: refused, the communicator works
 //! zipcoll-comm bench --transport p2p --sizes 1M,16M,256M,1G
 //! ```
 //!
@@ -105,6 +106,12 @@ enum Cmd {
     /// ranks.
     #[command(after_help = common::EXIT_STATUSES)]
     Abort,
+    /// A send/recv group to and from every peer on every channel (2 x (ranks - 1) x channels
+    /// warps in one launch): it either fits on the device and moves the right data, or is
+    /// refused with an argument error after which a send/recv still works. Needs at least 2
+    /// ranks; set the channels with ZIPCOLL_CHANNELS.
+    #[command(after_help = common::EXIT_STATUSES)]
+    Resident,
     /// Init/abort cycles: a communicator, an all_reduce that rank 1 abandons with `abort()`,
     /// the drop; in the last cycle each rank's open files and threads must be where they were
     /// in the second, its resident memory and the GPU's free memory within 64 MiB. Needs at
@@ -796,6 +803,7 @@ fn on_rank(comm: Communicator, cli: &Cli) -> Result<bool, Error> {
         Cmd::Kill => kill(comm),
         Cmd::Abort => faults::abort(comm),
         Cmd::Cycles { cycles } => faults::cycles(comm, *cycles),
+        Cmd::Resident => faults::resident(comm),
         Cmd::Bench { sizes, iters } => bench(&comm, sizes, *iters).map(|_| true),
     }
 }
@@ -822,7 +830,7 @@ fn validate(cli: &Cli, nranks: usize) -> Result<(), Fail> {
         Cmd::Kill if nranks < 2 => Err(Fail::Usage(format!(
             "kill --ranks {nranks}: needs at least 2 ranks (rank 1 dies, the others must notice)"
         ))),
-        Cmd::Abort | Cmd::Cycles { .. } if nranks < 2 => Err(Fail::Usage(format!(
+        Cmd::Abort | Cmd::Cycles { .. } | Cmd::Resident if nranks < 2 => Err(Fail::Usage(format!(
             "--ranks {nranks}: needs at least 2 ranks (rank 1 aborts, the others must notice)"
         ))),
         Cmd::Bench { .. } if nranks < 2 => Err(Fail::Usage(format!(
@@ -841,6 +849,7 @@ fn failed(cli: &Cli) -> Fail {
             Cmd::Kill => "a rank did not get a peer failure in time (the kill lines above)",
             Cmd::Abort => "a rank did not get rank 1's abort in time (the abort lines above)",
             Cmd::Cycles { .. } => "the cycles left resources behind or a call did not fail (above)",
+            Cmd::Resident => "a group was neither run right nor refused cleanly (the resident lines above)",
             Cmd::Bench { .. } => "the benchmark failed",
         }
         .into(),

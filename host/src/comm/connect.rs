@@ -19,12 +19,12 @@
 
 use super::buffer::DeviceBuffer;
 use super::config::{Config, TransportKind};
+use super::control::{Cause, CauseKind, ControlRef, DeviceControl};
 use super::cuda_mem::CudaBuffer;
 use super::exec_cuda::{self, Slot};
 use super::exec_sim;
-use super::fabric::{Control, Fabric, FifoLayout, CONTROL_BYTES};
+use super::fabric::{Fabric, FifoLayout};
 use super::inflight::InFlight;
-use super::inflight::CALL_NAMES;
 use super::plan::Plan;
 use super::{Bootstrap, UniqueId};
 use crate::backend::Backend;
@@ -40,7 +40,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use zipcoll_device::dtype::DType;
 use zipcoll_device::reduce::ReduceOp;
-use zipcoll_primitives::conn::{Failure, STATUS_WORDS};
+use zipcoll_primitives::conn::Failure;
 
 /// A rank's connections and the memory behind them.
 pub(crate) struct Links {
@@ -78,61 +78,6 @@ pub(crate) enum Engine {
         /// The abort word (4 bytes), mapped into the device.
         abort: PinnedHost,
     },
-}
-
-/// Rank 0's control block ([`Control`]) as this rank reaches it.
-enum ControlRef {
-    /// SIM: host memory (rank 0's region, held).
-    Host {
-        words: *const AtomicU32,
-        _region: Arc<SimEndpoint>,
-    },
-    /// P2P: the abort word in device memory (rank 0's region, mapped), written on a stream of
-    /// its own (the device's is busy with the kernels it stops).
-    Device {
-        abort: u64,
-        stream: Arc<cudarc::driver::CudaStream>,
-    },
-}
-
-// SAFETY: the words are only accessed atomically, in memory held by the value (`_region`) or
-// by the `Links` it is part of (the mapping).
-unsafe impl Send for ControlRef {}
-// SAFETY: as above.
-unsafe impl Sync for ControlRef {}
-
-impl ControlRef {
-    /// Word `i` of a host control block.
-    fn word(&self, i: usize) -> Option<&AtomicU32> {
-        match self {
-            // SAFETY: the block holds `CONTROL_BYTES / 4` aligned words, alive as long as `self`
-            // (`_region`) and only accessed atomically.
-            ControlRef::Host { words, .. } if i < CONTROL_BYTES / 4 => Some(unsafe { &*words.add(i) }),
-            _ => None,
-        }
-    }
-}
-
-/// The first failure of a communicator, on whichever rank it happened.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Cause {
-    pub rank: usize,
-    pub kind: CauseKind,
-}
-
-/// What failed first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum CauseKind {
-    /// Channel (warp) `channel` of call `name` failed with `failure`.
-    Warp {
-        name: &'static str,
-        channel: usize,
-        failure: Failure,
-    },
-    /// The rank's caller called `abort()`.
-    Caller,
-    /// The rank's launch failed.
-    Run,
 }
 
 /// Host memory holding (at least the sampled ranges of) a call's input.
@@ -408,14 +353,7 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
             Ok((maps, own)) => {
                 mapped = maps;
                 mem.push(own);
-                let stream = gpu
-                    .context()
-                    .new_stream()
-                    .map_err(crate::cuda::cuda_error("cuStreamCreate"))?;
-                control = Some(ControlRef::Device {
-                    abort: fabric.abort as u64,
-                    stream,
-                });
+                control = Some(ControlRef::Device(DeviceControl::new(gpu, fabric.abort as u64)?));
             }
             Err(why) if config.transport == TransportKind::Auto => {
                 notes.push(format!("Auto fell back from P2P to NET: {why}"));
@@ -705,90 +643,23 @@ impl Links {
     /// peers) and, over SIM and P2P, rank 0's, which every rank's kernels poll.
     pub fn raise_abort(&self) {
         self.engine.abort_word().store(1, Ordering::Release);
-        match &self.control {
-            Some(c @ ControlRef::Host { .. }) => {
-                if let Some(w) = c.word(Control::ABORT) {
-                    w.store(1, Ordering::Release);
-                }
-            }
-            Some(ControlRef::Device { abort, stream }) => {
-                // SAFETY: `abort` is the mapped abort word (4 aligned bytes of a mapping this
-                // `Links` holds), a stream of the communicator's context; the kernels access it
-                // atomically. A failure here leaves the kernels to their timeouts.
-                let _ = unsafe { crate::cuda_mem::set_word_async(stream, *abort, 1) };
-            }
-            None => {}
+        if let Some(c) = &self.control {
+            c.raise_abort();
         }
     }
 
-    /// Records `cause` as the communicator's first failure where every rank sees it (SIM: rank
-    /// 0's control block), unless a first failure is recorded already.
+    /// Records `cause` as the communicator's first failure where every rank sees it (SIM and
+    /// P2P: rank 0's control block), unless a first failure is recorded already.
     pub fn publish(&self, cause: Cause) {
-        let Some(c) = &self.control else { return };
-        let (Some(state), Some(_)) = (c.word(Control::STATE), c.word(Control::RECORD + STATUS_WORDS - 1)) else {
-            return;
-        };
-        if state
-            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            return;
+        if let Some(c) = &self.control {
+            c.publish(cause);
         }
-        let set = |i: usize, v: u32| {
-            if let Some(w) = c.word(i) {
-                w.store(v, Ordering::Relaxed);
-            }
-        };
-        set(Control::RANK, cause.rank as u32);
-        match cause.kind {
-            CauseKind::Warp { name, channel, failure } => {
-                set(Control::KIND, Control::WARP);
-                set(
-                    Control::NAME,
-                    CALL_NAMES.iter().position(|n| *n == name).unwrap_or(usize::MAX) as u32,
-                );
-                set(Control::CHANNEL, channel as u32);
-                for (i, v) in failure.record().into_iter().enumerate() {
-                    set(Control::RECORD + i, v);
-                }
-            }
-            CauseKind::Caller => set(Control::KIND, Control::CALLER),
-            CauseKind::Run => set(Control::KIND, Control::RUN),
-        }
-        // release: the fields before the state that says they are written
-        state.store(2, Ordering::Release);
     }
 
     /// The communicator's first failure if a rank has recorded it ([`Links::publish`]),
-    /// waiting for it up to `patience` (the rank that failed first records it when its launch
-    /// ends, which the abort word makes prompt); `None` where there is no shared record (NET).
+    /// waiting for it up to `patience`; `None` where there is no shared record (NET).
     pub fn cause(&self, patience: Duration) -> Option<Cause> {
-        let c = self.control.as_ref()?;
-        let state = c.word(Control::STATE)?;
-        let start = std::time::Instant::now();
-        while state.load(Ordering::Acquire) != 2 {
-            if start.elapsed() > patience {
-                return None;
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
-        let get = |i: usize| c.word(i).map_or(0, |w| w.load(Ordering::Relaxed));
-        let kind = match get(Control::KIND) {
-            Control::WARP => {
-                let record = std::array::from_fn(|i| get(Control::RECORD + i));
-                CauseKind::Warp {
-                    name: CALL_NAMES.get(get(Control::NAME) as usize).copied().unwrap_or("a call"),
-                    channel: get(Control::CHANNEL) as usize,
-                    failure: Failure::from_record(record, "(reason not recorded)")?,
-                }
-            }
-            Control::CALLER => CauseKind::Caller,
-            _ => CauseKind::Run,
-        };
-        Some(Cause {
-            rank: get(Control::RANK) as usize,
-            kind,
-        })
+        self.control.as_ref()?.cause(patience)
     }
 
     /// Zeroed memory of `len` bytes where this rank's kernels run.
@@ -913,12 +784,8 @@ impl Drop for Links {
         let engine = &self.engine;
         calls.drain(self.timeout, || {
             engine.abort_word().store(1, Ordering::Release);
-            if let Some(w) = control.as_ref().and_then(|c| c.word(Control::ABORT)) {
-                w.store(1, Ordering::Release);
-            }
-            if let Some(ControlRef::Device { abort, stream }) = control {
-                // SAFETY: as in `raise_abort`.
-                let _ = unsafe { crate::cuda_mem::set_word_async(stream, *abort, 1) };
+            if let Some(c) = control {
+                c.raise_abort();
             }
         });
         // A communicator that has not failed closes its NET transport gracefully: frames its

@@ -14,7 +14,7 @@
 //! time (calls are ordered), and each FIFO's step counters simply continue. The two staging
 //! buffers per peer keep a send and a receive of one group (two warps) apart.
 
-use zipcoll_primitives::conn::{ChannelDesc, ConnDesc, NSLOTS};
+use zipcoll_primitives::conn::{ChannelDesc, ConnDesc, CONTROL_BYTES, NSLOTS};
 
 /// A FIFO that does not exist (the absent side of a send-only or receive-only channel).
 pub(crate) const NO_CONN: ConnDesc = ConnDesc {
@@ -154,40 +154,4 @@ impl FifoLayout {
             slot_bytes: self.slot,
         }
     }
-}
-
-/// Bytes of a region's control block.
-pub(crate) const CONTROL_BYTES: usize = 128;
-
-/// The control block's `u32` words (zeroed memory: nothing raised, no cause). Over SIM and
-/// P2P every rank's kernels poll word [`Control::ABORT`] of rank 0's region (their launch's
-/// `abort`), so a failure on any rank stops every rank's kernels at their next wait; the first
-/// rank to find the root cause of a failure claims and writes the cause, which the others
-/// report instead of "aborted by another rank".
-///
-/// | word | holds |
-/// |------|-------|
-/// | 0    | the abort word |
-/// | 1    | the cause: 0 none, 1 being written, 2 written |
-/// | 2    | the cause's rank |
-/// | 3    | its kind: [`Control::WARP`], [`Control::CALLER`] (`abort()`), [`Control::RUN`] (a launch that failed) |
-/// | 4    | the call's name, an index into the communicator's table of names |
-/// | 5    | the channel (warp) |
-/// | 6..10 | the warp's status record |
-pub(crate) struct Control;
-
-impl Control {
-    pub const ABORT: usize = 0;
-    pub const STATE: usize = 1;
-    pub const RANK: usize = 2;
-    pub const KIND: usize = 3;
-    pub const NAME: usize = 4;
-    pub const CHANNEL: usize = 5;
-    pub const RECORD: usize = 6;
-    /// A warp's failure, in its status record.
-    pub const WARP: u32 = 1;
-    /// The rank's caller called `abort()`.
-    pub const CALLER: u32 = 2;
-    /// The rank's launch failed (a driver error, a simulator panic).
-    pub const RUN: u32 = 3;
 }

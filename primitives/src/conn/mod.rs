@@ -10,6 +10,7 @@
 //! | [`SendConn`]      | the sender's side: wait for credit, write a slot, publish `tail`      |
 //! | [`RecvConn`]      | the receiver's side: wait for data, read a slot, publish `head`        |
 //! | [`Failure`]       | typed errors (frame rejected, timeout, abort, bad configuration) and their status record |
+//! | [`Control`]       | the control block: the abort word and the record of the first failure ([`record_cause`]) |
 //!
 //! # The FIFO
 //!
@@ -40,10 +41,12 @@
 //! rewound); after a success the receiver's `head` equals the sender's `tail`, and the next
 //! launch continues from them.
 
+mod control;
 mod desc;
 mod fifo;
 mod status;
 
+pub use control::{record_cause, Control, CONTROL_BYTES};
 pub use desc::{ChannelDesc, ConnDesc, DEFAULT_BUFFER_BYTES, DEFAULT_SLOT_BYTES, NSLOTS, SLOT_ALIGN};
 pub use fifo::{RecvConn, SendConn};
 pub use status::{code, ConnError, Failure, Side, Wait, STATUS_WORDS};

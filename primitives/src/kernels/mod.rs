@@ -4,6 +4,7 @@
 pub mod block_codec;
 pub mod codec;
 mod collective;
+mod record_cause;
 mod reduce_copy;
 mod warp_all_reduce;
 
@@ -13,5 +14,6 @@ pub use block_codec::{
 };
 pub use codec::{decode_frames, encode_frames, encode_raw_frames, DecodeFrames, EncodeFrames, EncodeRawFrames};
 pub use collective::{collective, Collective};
+pub use record_cause::{record_cause, RecordCause};
 pub use reduce_copy::{reduce_copy, ReduceCopy};
 pub use warp_all_reduce::{warp_all_reduce, WarpAllReduce};

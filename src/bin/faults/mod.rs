@@ -1,6 +1,6 @@
 //! zipcoll-comm's fault checks beyond `kill`: a rank that calls `abort()` mid-collective
-//! (`abort`), and many init/abort cycles that must leave the process's resources where they
-//! started (`cycles`).
+//! (`abort`), many init/abort cycles that must leave the process's resources where they
+//! started (`cycles`), and a launch too big to be resident at once (`resident`).
 
 use crate::common::say;
 use std::time::{Duration, Instant};
@@ -204,5 +204,59 @@ pub fn cycles(comm: Communicator, cycles: u32) -> Result<bool, Error> {
             .map_or("-".into(), |f| format!("{:.1} MiB", f as f64 / (1 << 20) as f64)),
         if ok { "ok" } else { "FAILED" }
     );
+    Ok(ok)
+}
+
+/// The co-residency check on one rank: a group that sends to and receives from every peer on
+/// every channel (2 x (ranks - 1) x channels warps in one launch). Either every warp fits on
+/// the device at once and the exchange gives each rank its peers' data, or the call is refused
+/// with `InvalidArgument` (nothing enqueued, no rank left waiting), after which a send/recv
+/// between ranks 0 and 1 still works. Passes when one of the two happened, and says which.
+pub fn resident(comm: Communicator) -> Result<bool, Error> {
+    const N: usize = 64;
+    let (me, k, d, o) = (comm.rank(), comm.nranks(), DType::F32, Options::default());
+    let mine = |r: usize| -> Vec<u8> { (0..N).flat_map(|i| ((r * N + i) as f32).to_le_bytes()).collect() };
+    let mut input = comm.alloc(N * 4)?;
+    input.copy_from_host(&mine(me))?;
+    let mut outs = (0..k).map(|_| comm.alloc(N * 4)).collect::<Result<Vec<_>, _>>()?;
+    let mut g = comm.group();
+    for (q, out) in outs.iter_mut().enumerate().filter(|(q, _)| *q != me) {
+        g.send(&input, N, d, q)?;
+        g.recv(out, N, d, q)?;
+    }
+    let warps = 2 * (k - 1) * comm.config().channels;
+    let ok = match g.launch(o) {
+        Ok(()) => {
+            comm.synchronize()?;
+            let wrong = (0..k)
+                .filter(|&q| q != me && outs[q].to_host().ok() != Some(mine(q)))
+                .count();
+            say!(
+                "resident: rank {me}: the group of {warps} warps fit and ran; {wrong} of {} peers' data wrong",
+                k - 1
+            );
+            wrong == 0
+        }
+        Err(Error::InvalidArgument(why)) => {
+            comm.synchronize()?;
+            let mut out = comm.alloc(N * 4)?;
+            match me {
+                0 => comm.send(&input, N, d, 1, o)?,
+                1 => comm.recv(&mut out, N, d, 0, o)?,
+                _ => {}
+            }
+            comm.synchronize()?;
+            let after = me != 1 || out.to_host()? == mine(0);
+            say!(
+                "resident: rank {me}: refused ({why}); the send/recv after it {}",
+                if after { "worked" } else { "gave WRONG data" }
+            );
+            after
+        }
+        Err(e) => {
+            say!("resident: rank {me}: the group failed with `{e}`, not a refusal: FAILED");
+            false
+        }
+    };
     Ok(ok)
 }

@@ -250,26 +250,36 @@ impl Toolchain {
     /// between two runs over the same PTX, so the snapshot view (`zipcoll_tests::ptxas_resources`)
     /// reports them against a bound.
     pub fn ptxas_verbose(&self, ptx: &Path, arch: &str) -> Result<String, BuildError> {
-        self.ptxas(ptx, arch, 1).map(|(report, _)| report)
+        self.ptxas(ptx, arch, 1, &[]).map(|(report, _)| report)
+    }
+
+    /// [`Toolchain::ptxas_verbose`] for the named entry points of `ptx` only (`--entry`), and
+    /// the device functions they call: ptxas's time is mostly the big collective kernels, so a
+    /// check that needs each kind of code compiled once, not each variant, takes a fraction
+    /// of the module's time. Fails if ptxas rejects what it compiles or an entry is unknown.
+    pub fn ptxas_entries(&self, ptx: &Path, arch: &str, entries: &[&str]) -> Result<String, BuildError> {
+        self.ptxas(ptx, arch, 1, entries).map(|(report, _)| report)
     }
 
     /// Compiles `ptx` ahead of time for `arch` (`sm_90`) with ptxas on every core
     /// (`--split-compile 0`: the module's collective kernels take minutes on one) and returns
     /// the path of the `.cubin`, beside the PTX. Fails if ptxas rejects the module.
     pub fn cubin(&self, ptx: &Path, arch: &str) -> Result<PathBuf, BuildError> {
-        self.ptxas(ptx, arch, 0).map(|(_, cubin)| cubin)
+        self.ptxas(ptx, arch, 0, &[]).map(|(_, cubin)| cubin)
     }
 
-    /// ptxas's verbose report and the cubin it wrote, compiling on `threads` threads (0: every core).
-    fn ptxas(&self, ptx: &Path, arch: &str, threads: u32) -> Result<(String, PathBuf), BuildError> {
+    /// ptxas's verbose report and the cubin it wrote, compiling on `threads` threads (0: every
+    /// core) the named entries (none named: every entry).
+    fn ptxas(&self, ptx: &Path, arch: &str, threads: u32, entries: &[&str]) -> Result<(String, PathBuf), BuildError> {
         let cubin = ptx.with_extension(format!("{arch}.cubin"));
         let mut cmd = Command::new(&self.ptxas);
         cmd.arg(format!("-arch={arch}"))
             .arg("--verbose")
-            .args(["--split-compile", &threads.to_string()])
-            .arg(ptx)
-            .arg("-o")
-            .arg(&cubin);
+            .args(["--split-compile", &threads.to_string()]);
+        if !entries.is_empty() {
+            cmd.args(["--entry", &entries.join(",")]);
+        }
+        cmd.arg(ptx).arg("-o").arg(&cubin);
         run("ptxas", cmd).map(|report| (report, cubin))
     }
 
