@@ -16,6 +16,8 @@
 # | comm_sanitizer | the all_reduce example, small, every rank under compute-sanitizer memcheck |
 # | bench_block | block frames (one CTA per frame) against warp frames and nvCOMP ANS on the same tensors, one invocation; the block kernels' ptxas resources |
 # | crosscheck_block | block frames: GPU bytes == sim bytes, each side decodes the other's |
+# | sanitize_block | compute-sanitizer memcheck, racecheck and synccheck on the block crosscheck (small) |
+# | block_variants | the block codec kernels from each .gpu-probe/*.ptx (e.g. the same PTX with `.maxnreg` set), each compiled by ptxas and timed on the tensors (after `tensors`) |
 # | ncu_block   | Nsight Compute on the bf16 block ExpAns encoder and decoder (speed of light, occupancy, warp stalls) |
 # | gpu_tests   | the host's GPU-only tests (.gpu/tests, from gpu-pack.sh) with ZIPCOLL_REQUIRE_GPU=1: they fail, not skip, if the GPU path breaks |
 # | race_sync   | compute-sanitizer racecheck and synccheck on the all_reduce example (COMM_RANKS ranks, small) and on the codec crosscheck (small) |
@@ -77,6 +79,19 @@ for step in $STEPS; do
       run bench_block .gpu/bin/zipcoll-bench codec --files $T --codec raw,expans --unit warp,block \
         --frame-elems "${BLOCK_FRAME_ELEMS:-32768}" --out "$LOGS/bench_block.csv"
       run nvcomp python3 benches/gpu/nvcomp_baseline.py $T ;;
+    sanitize_block)
+      for tool in memcheck racecheck synccheck; do
+        run block_$tool compute-sanitizer --tool $tool --error-exitcode 3 .gpu/bin/zipcoll-bench crosscheck --unit block \
+          --codec raw,expans --sizes 70000 --frame-elems 32768
+      done ;;
+    block_variants)
+      for v in .gpu-probe/*.ptx; do
+        [ -e "$v" ] || { echo "block_variants: no .gpu-probe/*.ptx carried"; status=1; break; }
+        name=$(basename "$v" .ptx)
+        "$PTXAS" -arch=sm_90 --verbose "$v" -o "/tmp/$name.cubin" >"$LOGS/ptxas_$name.log" 2>&1 || status=1
+        ZIPCOLL_CUDA_MODULE=/tmp/$name.cubin run "variant_$name" .gpu/bin/zipcoll-bench codec --files $T --codec raw,expans \
+          --unit block --frame-elems "${BLOCK_FRAME_ELEMS:-32768}" --out "$LOGS/variant_$name.csv"
+      done ;;
     crosscheck_block) run crosscheck_block .gpu/bin/zipcoll-bench crosscheck --unit block --codec raw,expans --sizes "${CROSS_SIZES:-1M,12345}" --frame-elems 32768 ;;
     ncu_block)
       mkdir -p $T/ncu && ln -sf $T/normal_bf16.bin $T/ncu/normal_bf16.bin

@@ -60,12 +60,26 @@ where
 
 /// `frame` decoded by a block of `threads` threads into room for `capacity` elements.
 fn decode<const L: u32, T: Split>(frame: &[u8], capacity: usize, threads: u32) -> Result<Vec<T::Bits>, FrameError> {
+    decode_at::<L, T>(frame, capacity, threads, 0)
+}
+
+/// [`decode`] into an output that starts `misalign` bytes past a 16-byte boundary (the
+/// decoder stores 16 bytes at a time only into aligned output).
+fn decode_at<const L: u32, T: Split>(
+    frame: &[u8],
+    capacity: usize,
+    threads: u32,
+    misalign: usize,
+) -> Result<Vec<T::Bits>, FrameError> {
     let size = T::DTYPE.size_bytes();
-    let buf = SharedBuf::new(capacity * size, 0xEE);
+    let buf = SharedBuf::new(capacity * size + 32, 0xEE);
+    let skip = (misalign + 16 - buf.out().as_mut_ptr() as usize % 16) % 16;
     let n = block::<L, _>(threads, decode_scratch_bytes(threads), |w| {
-        decode_block_frame::<_, T>(w, scratch(w), frame, buf.out())
+        let out = buf.out().tail(skip).expect("the guard band");
+        decode_block_frame::<_, T>(w, scratch(w), frame, out)
     })?;
     let bytes = buf.into_vec();
+    let bytes = &bytes[skip..];
     Ok((0..n)
         .map(|i| {
             let mut v = 0u64;
@@ -196,6 +210,45 @@ fn lengths_around_segment_edges_every_dtype() {
         round_trip::<F8E4M3>(&bytes);
         round_trip::<F8E5M2>(&bytes);
     }
+}
+
+/// Decodes `input`'s frame into outputs at every misalignment that matters (the whole
+/// chunks of aligned output are joined in registers and stored 16 bytes at a time, the others
+/// word by word): the same elements each time.
+fn any_alignment<T: Split>(input: &[T::Bits])
+where
+    T::Bits: Sync,
+{
+    let frame = encode::<32, T>(input, 128);
+    assert_eq!(codec_of(&frame), CodecId::ExpAns, "{:?}", T::DTYPE);
+    for misalign in [0, 1, 2, 4, 8, 12] {
+        let got = decode_at::<32, T>(&frame, input.len(), 128, misalign).unwrap();
+        assert_eq!(
+            bits_of::<T>(&got),
+            bits_of::<T>(input),
+            "{:?}, misaligned by {misalign}",
+            T::DTYPE
+        );
+    }
+}
+
+#[test]
+fn decoding_into_any_alignment_gives_the_same_elements() {
+    let mut rng = Rng(5);
+    // a partial last chunk and a partial last run
+    let n = 2 * 8192 + 2048 + 77;
+    let f: Vec<u32> = (0..n).map(|_| (rng.normal() as f32).to_bits()).collect();
+    any_alignment::<F32>(&f);
+    let half: Vec<u16> = f.iter().map(|x| (x >> 16) as u16).collect();
+    any_alignment::<Bf16>(&half);
+    let h: Vec<u16> = f
+        .iter()
+        .map(|x| half::f16::from_f32(f32::from_bits(*x)).to_bits())
+        .collect();
+    any_alignment::<F16>(&h);
+    let bytes: Vec<u8> = f.iter().map(|x| (x >> 24) as u8 ^ (*x as u8 & 0x7)).collect();
+    any_alignment::<F8E4M3>(&bytes);
+    any_alignment::<F8E5M2>(&bytes[1..]);
 }
 
 #[test]
