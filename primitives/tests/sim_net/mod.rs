@@ -12,6 +12,11 @@
 //! | status record         | work descriptor              | `STATUS_WORDS` words, zero = fine     |
 //! | abort word            | net                          | raised by the first warp that fails   |
 //!
+//! One abort word for every rank is what the communicator gives its kernels over SIM and P2P
+//! (word 0 of rank 0's control block, `conn::Control`); over NET each rank polls its own, which
+//! its proxies raise when a peer's ABORT arrives (the host's `net_transport` and `comm_failures`
+//! tests cover that path).
+//!
 //! Channels follow [`zipcoll_primitives::collectives`]' conventions: ring kinds use the FIFOs
 //! `(part, r, r + 1)` and `(part, r - 1, r)`; peer kinds entry `d` uses `(part, r, r + d)` and
 //! `(part, r - d, r)`; a send to `p` uses `(part, r, p)` alone, a receive from `p` `(part, p, r)`.
