@@ -484,7 +484,8 @@ fn net_says_which_address_it_listens_on() {
 /// Ranks 0 and 2 of 3 enter an all_reduce; rank 1 calls `abort()` instead, 300 ms later. The
 /// others' kernels stop at their next wait (SIM: they poll rank 0's abort word, which `abort()`
 /// raises; NET: rank 1's proxies send ABORT), long before the 20 s timeout: their calls fail
-/// within `after_abort` of the abort, and their error names rank 1.
+/// within `after_abort` of the abort, and their error names rank 1; `async_error` then gives
+/// that error's message, again when asked again.
 fn abort_on_one_rank_stops_the_others(transport: TransportKind, after_abort: Duration) {
     let timeout = Duration::from_secs(20);
     let aborted = std::sync::OnceLock::new();
@@ -507,13 +508,22 @@ fn abort_on_one_rank_stops_the_others(transport: TransportKind, after_abort: Dur
                 Options::default(),
             )
             .and_then(|()| comm.synchronize());
-        Ok(Some((r, t.elapsed(), Instant::now())))
+        let done = Instant::now();
+        // the first failure stays what `async_error` says, every time
+        let said = (comm.async_error(), comm.async_error());
+        Ok(Some((r, t.elapsed(), done, said)))
     })
     .expect("every rank returns");
     let aborted = *aborted.get().expect("rank 1 aborted");
     for (rank, r) in results.into_iter().enumerate().filter(|(r, _)| *r != 1) {
-        let (r, elapsed, done) = r.unwrap();
+        let (r, elapsed, done, said) = r.unwrap();
         let e = r.expect_err("the peer aborted");
+        assert_eq!(
+            said.0.as_deref(),
+            Some(e.to_string().as_str()),
+            "{transport:?} rank {rank}"
+        );
+        assert_eq!(said.0, said.1, "{transport:?} rank {rank}");
         let since = done.saturating_duration_since(aborted);
         eprintln!("{transport:?} rank {rank}: {e} after {elapsed:?}, {since:?} after the abort");
         assert!(

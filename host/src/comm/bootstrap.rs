@@ -154,12 +154,20 @@ impl UniqueId {
     /// Starts a root listening on `addr` (port 0 picks a free port) with [`TIMEOUT_ENV`]'s
     /// timeout. Bind a concrete IP, not `0.0.0.0`, when ranks run on other hosts.
     pub fn new_on(addr: SocketAddr) -> Result<UniqueId> {
-        UniqueId::new_with_timeout(addr, env_timeout()?)
+        UniqueId::new_with_timeout(addr, env_root_timeout()?)
     }
 
     /// Starts a root listening on `addr` that gives up `timeout` after this call when not all
     /// ranks joined by then (it sends them a `FAIL`). `timeout` must not be zero.
     pub fn new_with_timeout(addr: SocketAddr, timeout: Duration) -> Result<UniqueId> {
+        UniqueId::root_with_magic(addr, random_magic(), timeout)
+    }
+
+    /// Starts a root at the agreed address `addr` with the agreed `magic` (neither random):
+    /// for jobs whose ranks cannot receive an id from one process, only agree on where the
+    /// root listens ([`crate::comm::launch`]'s launchers). The other ranks use
+    /// [`UniqueId::agreed`] with the same two values.
+    pub fn root_with_magic(addr: SocketAddr, magic: u64, timeout: Duration) -> Result<UniqueId> {
         if timeout.is_zero() {
             return Err(Error::InvalidArgument("the bootstrap root's timeout is zero".into()));
         }
@@ -170,7 +178,7 @@ impl UniqueId {
         )?;
         let id = UniqueId {
             addr: io_result(listener.local_addr(), "the bootstrap root's address")?,
-            magic: random_magic(),
+            magic,
         };
         io_result(
             listener.set_nonblocking(true),
@@ -188,6 +196,17 @@ impl UniqueId {
             .spawn(move || root.run());
         io_result(spawned, "starting the bootstrap root thread")?;
         Ok(id)
+    }
+
+    /// The id of a root that another rank starts at `addr` with `magic`
+    /// ([`UniqueId::root_with_magic`]); port 0 is `InvalidArgument`.
+    pub fn agreed(addr: SocketAddr, magic: u64) -> Result<UniqueId> {
+        if addr.port() == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "the bootstrap root's address {addr} has port 0"
+            )));
+        }
+        Ok(UniqueId { addr, magic })
     }
 
     /// The root's address.
@@ -405,6 +424,8 @@ pub struct Bootstrap {
     rank: usize,
     nranks: usize,
     timeout: Duration,
+    /// The IP this rank's listener is bound to (the interface that reaches the root).
+    ip: IpAddr,
     /// `None` when `nranks == 1`.
     ring: Option<Mutex<Ring>>,
 }
@@ -447,6 +468,7 @@ impl Bootstrap {
             rank,
             nranks,
             timeout,
+            ip: hello.listen.ip(),
             ring,
         })
     }
@@ -459,6 +481,12 @@ impl Bootstrap {
     /// The number of ranks.
     pub fn nranks(&self) -> usize {
         self.nranks
+    }
+
+    /// The IP this rank's bootstrap listener is bound to: the interface that reaches the root,
+    /// which every other rank of the job reaches too (the ring connects to it).
+    pub fn local_ip(&self) -> IpAddr {
+        self.ip
     }
 
     /// The time limit of every socket operation (the `timeout` given to [`Bootstrap::init`]).
@@ -1135,7 +1163,7 @@ fn env_var(name: &str) -> Result<Option<String>> {
 }
 
 /// The root's timeout from [`TIMEOUT_ENV`], else [`DEFAULT_ROOT_TIMEOUT`].
-fn env_timeout() -> Result<Duration> {
+pub(crate) fn env_root_timeout() -> Result<Duration> {
     let Some(text) = env_var(TIMEOUT_ENV)? else {
         return Ok(DEFAULT_ROOT_TIMEOUT);
     };

@@ -65,7 +65,7 @@ pub(crate) struct Links {
     timeout: Duration,
     /// How the transport was chosen and set up ([`Links::describe`]).
     description: String,
-    _bootstrap: Bootstrap,
+    bootstrap: Bootstrap,
 }
 
 /// Where kernels run, with the memory each launch needs.
@@ -466,7 +466,7 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
             .chain(notes)
             .collect::<Vec<_>>()
             .join("; "),
-        _bootstrap: b,
+        bootstrap: b,
     })
 }
 
@@ -633,6 +633,21 @@ impl Links {
     /// (the interface that reaches the bootstrap root 10.0.0.1:29500)`, or why Auto fell back.
     pub fn describe(&self) -> &str {
         &self.description
+    }
+
+    /// Closes the NET transport gracefully now (what dropping does when nothing failed) and
+    /// returns how that went: every frame published reached its peer, and the peers closed
+    /// too. Nothing to do for the other transports.
+    pub fn close_net(&mut self) -> Result<()> {
+        match self.net.take() {
+            Some(mut net) => net.shutdown(),
+            None => Ok(()),
+        }
+    }
+
+    /// The communicator's bootstrap ring (for collectives of the host: split).
+    pub fn bootstrap(&self) -> &Bootstrap {
+        &self.bootstrap
     }
 
     pub fn fabric(&self) -> &Fabric {
@@ -804,9 +819,9 @@ impl Drop for Links {
         // barrier (no rank maps it any more). Bounded by the bootstrap's timeout when a peer is
         // dead (its ring socket fails at once when its process is gone).
         if !self.mapped.is_empty() {
-            let _ = self._bootstrap.barrier();
+            let _ = self.bootstrap.barrier();
             self.mapped.clear();
-            let _ = self._bootstrap.barrier();
+            let _ = self.bootstrap.barrier();
         }
     }
 }

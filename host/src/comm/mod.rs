@@ -249,6 +249,66 @@ impl Communicator {
         self.links.describe()
     }
 
+    /// NCCL's `ncclCommSplit`: every rank of this communicator calls it; the ranks that pass
+    /// the same `color` form a new communicator (on this rank's backend, with `config`, which
+    /// the ranks of each new communicator must agree on), ranked by `key` and then by their
+    /// rank here; `color: None` (NCCL's `NCCL_SPLIT_NOCOLOR`) joins none and returns
+    /// `Ok(None)`. The rendezvous runs over this communicator's bootstrap ring, not its
+    /// kernels, so calls in flight here are not waited for; this communicator stays usable.
+    /// Each new communicator's lowest-ranked member starts its bootstrap root on the interface
+    /// this rank's bootstrap uses.
+    pub fn split(&self, color: Option<u32>, key: u32, config: Config) -> Result<Option<Communicator>> {
+        self.check_usable()?;
+        let boot = self.links.bootstrap();
+        let mut mine = [0u8; 9];
+        mine[0] = color.is_some() as u8;
+        mine[1..5].copy_from_slice(&color.unwrap_or(0).to_le_bytes());
+        mine[5..9].copy_from_slice(&key.to_le_bytes());
+        let all = boot.allgather(&mine)?;
+        let parse = |b: &[u8]| -> Option<(Option<u32>, u32)> {
+            let b: &[u8; 9] = b.try_into().ok()?;
+            let word = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+            Some(((b[0] != 0).then(|| word(1)), word(5)))
+        };
+        let entries = all
+            .iter()
+            .enumerate()
+            .map(|(r, b)| {
+                parse(b).ok_or_else(|| Error::Remote {
+                    rank: r,
+                    reason: "sent a malformed split request".into(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        // this rank's new communicator: the ranks of its color by (key, rank)
+        let mut members: Vec<usize> = match color {
+            Some(c) => (0..self.nranks).filter(|&r| entries[r].0 == Some(c)).collect(),
+            None => Vec::new(),
+        };
+        members.sort_by_key(|&r| (entries[r].1, r));
+        let leader = members.first().copied();
+        let id = match leader {
+            Some(l) if l == self.rank => Some(UniqueId::new_on(std::net::SocketAddr::new(boot.local_ip(), 0))?),
+            _ => None,
+        };
+        let text = id.as_ref().map(|i| i.to_string()).unwrap_or_default();
+        let ids = boot.allgather(text.as_bytes())?;
+        let Some(leader) = leader else {
+            return Ok(None);
+        };
+        let id: UniqueId = match id {
+            Some(id) => id,
+            None => std::str::from_utf8(&ids[leader])
+                .map_err(|_| Error::Remote {
+                    rank: leader,
+                    reason: "sent a malformed split id".into(),
+                })?
+                .parse()?,
+        };
+        let new_rank = members.iter().position(|&r| r == self.rank).unwrap_or(0);
+        Communicator::init_with(&id, new_rank, members.len(), self.backend, config).map(Some)
+    }
+
     /// `len` zeroed bytes in this rank's device memory.
     pub fn alloc(&self, len: usize) -> Result<DeviceBuffer> {
         self.links.alloc(len)
@@ -274,6 +334,24 @@ impl Communicator {
     pub fn synchronize(&self) -> Result<()> {
         let found = self.links.calls().check(Wait::All);
         self.report(found)
+    }
+
+    /// NCCL's `ncclCommFinalize` and destroy: waits for every call enqueued so far and checks
+    /// them ([`Communicator::synchronize`]), closes the NET transport gracefully (every frame
+    /// reaches its peer and the peers close too, within the timeout), then frees everything as
+    /// dropping does. Returns the first failure of those; dropping a communicator without it
+    /// does the same work but cannot report.
+    pub fn finalize(mut self) -> Result<()> {
+        self.synchronize()?;
+        self.links.close_net()
+    }
+
+    /// NCCL's `ncclCommGetAsyncError`: checks the calls that have finished, without waiting,
+    /// and returns the communicator's first failure (the message of the error that failed it)
+    /// if it has failed, every time it is asked; `None` while it is healthy.
+    pub fn async_error(&self) -> Option<String> {
+        let _ = self.query();
+        self.failed.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// Whether every call enqueued so far has finished, without waiting for them (only for
