@@ -112,12 +112,14 @@ fn frames_config<const W: u32>(nframes: usize) -> LaunchConfig {
 type Encoder<const W: u32, B> = unsafe fn(SimWarp<W>, *const B, usize, usize, *mut u8, usize, *mut u32);
 
 /// Runs `encoder` over `data` (whole elements of `T`) cut into frames of `frame_elems`
-/// (`>= 1`) elements, into slots of `slot_bytes` bytes.
+/// (`>= 1`) elements, into slots of `slot_bytes` bytes, with the geometry `geometry` gives for
+/// the number of frames ([`frames_config`]: a warp per frame; [`block_frames_config`]: a block).
 fn encode_slots<const W: u32, T: Elem>(
     data: &[u8],
     frame_elems: usize,
     slot_bytes: usize,
     encoder: Encoder<W, T::Bits>,
+    geometry: impl FnOnce(usize) -> LaunchConfig,
 ) -> Result<Slots> {
     let input: Vec<T::Bits> = words_from_le(data);
     let n = input.len();
@@ -129,11 +131,12 @@ fn encode_slots<const W: u32, T: Elem>(
         SharedPtr(bytes.as_mut_ptr()),
         SharedPtr(frame_bytes.as_mut_ptr()),
     );
-    run::<W>(frames_config::<W>(nframes), |w| {
+    run::<W>(geometry(nframes), |w| {
         // SAFETY: `input` holds `n` elements, `bytes` `nframes * slot_bytes` bytes and
-        // `frame_bytes` `nframes` entries, all alive until `run` returns and not overlapping; the
-        // block size `4 * W` is whole warps; each frame's slot and entry are written by its own
-        // warp only (lanes write disjoint bytes through `LaneOut`).
+        // `frame_bytes` `nframes` entries, all alive until `run` returns and not overlapping;
+        // blocks are whole warps; each frame's slot and entry are written by its own warp (or
+        // block, with the shared memory the launch gives it) only, whose lanes write disjoint
+        // bytes through `LaneOut`.
         unsafe { encoder(w, pi.get(), n, frame_elems, po.get(), slot_bytes, pl.get()) }
     })?;
     Ok(Slots { bytes, frame_bytes })
@@ -152,18 +155,25 @@ pub(crate) fn encode_frames<const W: u32, T: Split>(
         |C| kernels::encode_frames::<SimWarp<W>, T, C>,
         raw => kernels::encode_raw_frames::<SimWarp<W>, T>
     );
-    encode_slots::<W, T>(data, frame_elems, slot_bytes, encoder)
+    encode_slots::<W, T>(data, frame_elems, slot_bytes, encoder, frames_config::<W>)
 }
 
-/// `decode_frames` on warps of `W` lanes: the `n` decoded elements' bytes and one status
+/// Which decoder [`decode_slots`] runs.
+type Decoder<const W: u32, B> =
+    unsafe fn(SimWarp<W>, *const u8, *const u64, *const u32, usize, *mut B, usize, usize, *mut u32);
+
+/// Runs `decoder` over the frames of `frames` (one `(offset, len)` each) with the geometry
+/// `geometry` gives for the number of frames: the `n` decoded elements' bytes and one status
 /// record per frame. The caller checked that every `(offset, len)` lies inside `frames` and
 /// that there is one of each per frame.
-pub(crate) fn decode_frames<const W: u32, T: Split>(
+fn decode_slots<const W: u32, T: Split>(
     frames: &[u8],
     offsets: &[u64],
     lens: &[u32],
     frame_elems: usize,
     n: usize,
+    decoder: Decoder<W, T::Bits>,
+    geometry: impl FnOnce(usize) -> LaunchConfig,
 ) -> Result<(Vec<u8>, Vec<u32>)> {
     let nframes = offsets.len().min(lens.len());
     let mut out = vec![T::Bits::default(); n];
@@ -175,14 +185,14 @@ pub(crate) fn decode_frames<const W: u32, T: Split>(
         SharedPtr(out.as_mut_ptr()),
         SharedPtr(status.as_mut_ptr()),
     );
-    run::<W>(frames_config::<W>(nframes), |w| {
+    run::<W>(geometry(nframes), |w| {
         // SAFETY: every frame's `(offset, len)` lies inside `frames` (the caller checked);
         // `offsets` and `lens` hold `nframes` entries, `out` `n` elements and `status`
         // `nframes * STATUS_WORDS` words, all alive until `run` returns; the outputs overlap
-        // nothing else; the block size `4 * W` is whole warps; each frame's elements and record
-        // are written by its own warp only.
+        // nothing else; blocks are whole warps; each frame's elements and record are written by
+        // its own warp (or block) only.
         unsafe {
-            kernels::decode_frames::<SimWarp<W>, T>(
+            decoder(
                 w,
                 pf.get(),
                 po.get(),
@@ -198,6 +208,18 @@ pub(crate) fn decode_frames<const W: u32, T: Split>(
     Ok((words_to_le(&out), status))
 }
 
+/// `decode_frames` on warps of `W` lanes, a warp per frame ([`decode_slots`]).
+pub(crate) fn decode_frames<const W: u32, T: Split>(
+    frames: &[u8],
+    offsets: &[u64],
+    lens: &[u32],
+    frame_elems: usize,
+    n: usize,
+) -> Result<(Vec<u8>, Vec<u32>)> {
+    let decoder: Decoder<W, T::Bits> = kernels::decode_frames::<SimWarp<W>, T>;
+    decode_slots::<W, T>(frames, offsets, lens, frame_elems, n, decoder, frames_config::<W>)
+}
+
 /// Decodes the one frame `frame` with a single warp of `W` lanes into room for `capacity`
 /// elements: the frame codec's own result, with a `Corrupt` error's reason (which a status
 /// record cannot carry).
@@ -205,16 +227,28 @@ pub(crate) fn decode_one_frame<const W: u32, T: Split>(
     frame: &[u8],
     capacity: usize,
 ) -> Result<Result<usize, FrameError>> {
+    decode_one::<W, T>(capacity, LaunchConfig::new(1, W), |w, dst| {
+        codec::decode_frame::<SimWarp<W>, T>(w, frame, dst)
+    })
+}
+
+/// Runs `decode` with every thread of the one block `cfg` launches, into room for `capacity`
+/// elements, and returns what thread 0 got.
+fn decode_one<const W: u32, T: Split>(
+    capacity: usize,
+    cfg: LaunchConfig,
+    decode: impl Fn(SimWarp<W>, LaneOut<'_>) -> std::result::Result<usize, FrameError> + Sync,
+) -> Result<Result<usize, FrameError>> {
     let mut out = vec![0u8; capacity * T::DTYPE.size_bytes()];
     let (po, len) = (SharedPtr(out.as_mut_ptr()), out.len());
     let result = Mutex::new(None);
-    run::<W>(LaunchConfig::new(1, W), |w| {
-        // SAFETY: `out` is valid for `len` bytes until `run` returns and only this launch's lanes
-        // write it, through `LaneOut` (disjoint bytes).
+    run::<W>(cfg, |w| {
+        // SAFETY: `out` is valid for `len` bytes until `run` returns and only this launch's
+        // threads write it, through `LaneOut` (disjoint bytes).
         let dst = unsafe { LaneOut::from_raw(po.get(), len) };
-        let r = codec::decode_frame::<SimWarp<W>, T>(w, frame, dst);
-        if zipcoll_targets::Lanes::lane_id(w) == 0 {
-            // A poisoned lock only means another lane panicked; `run` reports that panic.
+        let r = decode(w, dst);
+        if zipcoll_targets::Grid::thread_idx(w) == 0 {
+            // A poisoned lock only means another thread panicked; `run` reports that panic.
             if let Ok(mut slot) = result.lock() {
                 *slot = Some(r);
             }
@@ -224,7 +258,7 @@ pub(crate) fn decode_one_frame<const W: u32, T: Split>(
         .into_inner()
         .ok()
         .flatten()
-        .ok_or_else(|| Error::Sim("lane 0 of the decoding warp returned no result".into()))
+        .ok_or_else(|| Error::Sim("thread 0 of the decoding launch returned no result".into()))
 }
 
 /// The geometry of the block codec kernels: one block of `BLOCK_THREADS` threads per frame (at
@@ -253,26 +287,12 @@ pub(crate) fn encode_block_frames<T: Split>(
             )))
         }
     };
-    let input: Vec<T::Bits> = words_from_le(data);
-    let n = input.len();
-    let nframes = n.div_ceil(frame_elems);
-    let mut bytes = vec![0u8; nframes * slot_bytes];
-    let mut frame_bytes = vec![0u32; nframes];
-    let (pi, po, pl) = (
-        SharedPtr(input.as_ptr().cast_mut()),
-        SharedPtr(bytes.as_mut_ptr()),
-        SharedPtr(frame_bytes.as_mut_ptr()),
-    );
-    let cfg = block_frames_config(nframes, kernels::block_codec::encode_shared_bytes());
-    run::<32>(cfg, |w| {
-        // SAFETY: as in `encode_slots`; each frame's slot and entry are written by its own
-        // block only, with the shared memory the launch gives every block.
-        unsafe { encoder(w, pi.get(), n, frame_elems, po.get(), slot_bytes, pl.get()) }
-    })?;
-    Ok(Slots { bytes, frame_bytes })
+    encode_slots::<32, T>(data, frame_elems, slot_bytes, encoder, |nframes| {
+        block_frames_config(nframes, kernels::block_codec::encode_shared_bytes())
+    })
 }
 
-/// `decode_block_frames` on 32-lane warps: as [`decode_frames`] for block frames.
+/// `decode_block_frames` on 32-lane warps, a block per frame ([`decode_slots`]).
 pub(crate) fn decode_block_frames<T: Split>(
     frames: &[u8],
     offsets: &[u64],
@@ -280,61 +300,19 @@ pub(crate) fn decode_block_frames<T: Split>(
     frame_elems: usize,
     n: usize,
 ) -> Result<(Vec<u8>, Vec<u32>)> {
-    let nframes = offsets.len().min(lens.len());
-    let mut out = vec![T::Bits::default(); n];
-    let mut status = vec![0u32; nframes * STATUS_WORDS];
-    let (pf, po, pl, pd, ps) = (
-        SharedPtr(frames.as_ptr().cast_mut()),
-        SharedPtr(offsets.as_ptr().cast_mut()),
-        SharedPtr(lens.as_ptr().cast_mut()),
-        SharedPtr(out.as_mut_ptr()),
-        SharedPtr(status.as_mut_ptr()),
-    );
-    let cfg = block_frames_config(nframes, kernels::block_codec::decode_shared_bytes());
-    run::<32>(cfg, |w| {
-        // SAFETY: as in `decode_frames`, with each frame's elements and record written by its
-        // own block only.
-        unsafe {
-            kernels::decode_block_frames::<SimWarp<32>, T>(
-                w,
-                pf.get(),
-                po.get(),
-                pl.get(),
-                nframes,
-                pd.get(),
-                frame_elems,
-                n,
-                ps.get(),
-            )
-        }
-    })?;
-    Ok((words_to_le(&out), status))
+    let decoder: Decoder<32, T::Bits> = kernels::decode_block_frames::<SimWarp<32>, T>;
+    decode_slots::<32, T>(frames, offsets, lens, frame_elems, n, decoder, |nframes| {
+        block_frames_config(nframes, kernels::block_codec::decode_shared_bytes())
+    })
 }
 
 /// [`decode_one_frame`] for a block frame, by one block of `BLOCK_THREADS` threads.
 pub(crate) fn decode_one_block_frame<T: Split>(frame: &[u8], capacity: usize) -> Result<Result<usize, FrameError>> {
-    let mut out = vec![0u8; capacity * T::DTYPE.size_bytes()];
-    let (po, len) = (SharedPtr(out.as_mut_ptr()), out.len());
-    let result = Mutex::new(None);
-    run::<32>(
-        block_frames_config(1, kernels::block_codec::decode_shared_bytes()),
-        |w| {
-            let (base, bytes) = zipcoll_targets::SharedMem::shared_mem(w);
-            // SAFETY: the block's shared memory, alive for the launch.
-            let scratch = unsafe { zipcoll_device::block::Scratch::new(base, bytes as usize) };
-            // SAFETY: `out` is valid for `len` bytes until `run` returns; only this block writes it.
-            let dst = unsafe { LaneOut::from_raw(po.get(), len) };
-            let r = codec::block_frame::decode_block_frame::<SimWarp<32>, T>(w, scratch, frame, dst);
-            if zipcoll_targets::Grid::thread_idx(w) == 0 {
-                if let Ok(mut slot) = result.lock() {
-                    *slot = Some(r);
-                }
-            }
-        },
-    )?;
-    result
-        .into_inner()
-        .ok()
-        .flatten()
-        .ok_or_else(|| Error::Sim("thread 0 of the decoding block returned no result".into()))
+    let cfg = block_frames_config(1, kernels::block_codec::decode_shared_bytes());
+    decode_one::<32, T>(capacity, cfg, |w, dst| {
+        let (base, bytes) = zipcoll_targets::SharedMem::shared_mem(w);
+        // SAFETY: the block's shared memory, alive for the launch.
+        let scratch = unsafe { zipcoll_device::block::Scratch::new(base, bytes as usize) };
+        codec::block_frame::decode_block_frame::<SimWarp<32>, T>(w, scratch, frame, dst)
+    })
 }
