@@ -5,95 +5,132 @@
 //! simulator, pinned host memory mapped into the device on GPUs). In between:
 //!
 //! ```text
-//!  rank A                                                        rank B
-//!  kernel --slots,tail--> send FIFO --writer--> TCP --reader--> recv FIFO --slots,tail--> kernel
-//!  kernel <-----head----- send FIFO <--writer-- TCP <--reader-- recv FIFO <-----head----- kernel
-//!                          (head = sent)   (credit = B's head)       (writer reads B's head)
+//!  rank A                                                                  rank B
+//!  kernel --slots,tail--> send FIFO --writers--> data sockets --readers--> recv FIFO --slots,tail--> kernel
+//!  kernel <-----head----- send FIFO <--reader-- control socket <--control-- recv FIFO <-----head----- kernel
+//!                      (head = all pieces sent)  (CREDIT = B's head)     (control thread reads B's head)
 //! ```
 //!
 //! # Life cycle
 //!
 //! 1. Every rank binds a [`NetListener`] and publishes [`NetListener::addr`] to the others (the
 //!    communicator's bootstrap allgather).
-//! 2. [`NetTransport::connect`] opens [`NetConfig::sockets_per_peer`] TCP streams to each peer:
-//!    the lower rank dials, the higher accepts, and each stream starts with a handshake that
-//!    names the communicator, both ranks and the socket; anything else is dropped.
+//! 2. [`NetTransport::connect`] opens [`NetConfig::sockets_per_peer`] data sockets
+//!    (`threads_per_peer x sockets_per_thread`) and one control socket to each peer: the
+//!    lower rank dials, the higher accepts, and each stream starts with a handshake that names
+//!    the communicator, both ranks, the socket, the number of data sockets and the smallest
+//!    piece; anything else is dropped, and a peer whose numbers differ is an error.
 //! 3. [`NetTransport::add_send`] / [`NetTransport::add_recv`] register each connection's FIFO
-//!    ([`RawFifo`]); connection `c` to a peer travels on its socket `c % sockets_per_peer`, and
-//!    each side of a connection must register the same index.
+//!    ([`RawFifo`]); every connection uses every data socket of its peer, and each side of a
+//!    connection must register the same index.
 //! 4. [`NetTransport::start`] spawns the proxy threads.
 //! 5. [`NetTransport::shutdown`] closes gracefully: it waits until every published frame is on
-//!    the wire, tells each peer (CLOSE), waits for the peer's CLOSE and joins the threads.
-//!    Dropping the transport without it is an abrupt close: the peers see a failure (ABORT).
+//!    the wire, tells each peer (CLOSE on every socket), waits for the peer's CLOSE and joins
+//!    the threads. Dropping the transport without it is an abrupt close: the peers see a
+//!    failure (ABORT).
+//!
+//! # Striping
+//!
+//! A frame of `total` bytes is cut into pieces of `max(min_piece_bytes, ceil(total /
+//! sockets))` bytes rounded up to 64 (the last one shorter): at most one piece per data socket,
+//! so a full 512 KiB slot crosses 8 sockets in 64 KiB pieces, and a frame shorter than
+//! `min_piece_bytes` is one piece. Piece `i` of step `s` of connection `c` travels on data
+//! socket `(c + s + i) % sockets` (so that one-piece frames spread too). Writer thread `t`
+//! owns data sockets `t x sockets_per_thread ..` and writes the pieces that fall on them, so a
+//! frame's pieces go out in parallel on `threads_per_peer` threads; the receiver's readers
+//! (one per socket) put them back in any order. Both ends compute the same cut, so the reader
+//! checks every piece's offset and length exactly.
 //!
 //! # Threads
 //!
-//! Two per socket, named `zipcoll-net-tx-<peer>.<socket>` and `zipcoll-net-rx-<peer>.<socket>`:
+//! Per peer: `threads_per_peer` writers `zipcoll-net-tx-<peer>.<t>`, a control thread
+//! `zipcoll-net-ctl-<peer>`, and a reader per socket `zipcoll-net-rx-<peer>.<socket>`
+//! (`.ctl` for the control socket):
 //!
-//! | thread | reads                                                          | writes                                                     |
-//! |--------|----------------------------------------------------------------|------------------------------------------------------------|
-//! | writer | send FIFOs: `tail` (acquire), then the frame in the slot; the peer's credit (acquire); recv FIFOs: `head` (acquire); the abort word | the socket: DATA, CREDIT, CLOSE, ABORT; send FIFOs: `head = step + 1` (release) once the frame is written; sent-bytes counters |
-//! | reader | the socket; recv FIFOs: `head` (acquire) before it fills a slot | recv FIFOs: the slot, then `tail = step + 1` (release); the credit of a send connection (release); received-bytes counters; the failure and the abort word |
-//! | caller | send FIFOs' `head` and `tail` ([`NetTransport::shutdown`]'s flush), counters, the failure | the stop and closing flags                                 |
+//! | thread  | reads                                                          | writes                                                     |
+//! |---------|----------------------------------------------------------------|------------------------------------------------------------|
+//! | writer  | send FIFOs: `tail` (acquire), then the frame in the slot; the peer's credit (acquire); the other writers' progress (acquire); the abort word | its data sockets: DATA pieces, CLOSE, ABORT; its progress per connection (release); send FIFOs: `head` = every writer's progress (`fetch_max`, release) once all pieces of a frame are written; sent-bytes counters |
+//! | control | recv FIFOs: `head` (acquire); the abort word                   | the control socket: CREDIT, CLOSE, ABORT                   |
+//! | reader  | its socket; recv FIFOs: `head` (acquire) before it fills a slot | recv FIFOs: its pieces' bytes of the slot, then (under the connection's lock) `tail = s + 1` (release) once frames up to `s` are whole; the credit of a send connection (release; control socket); received-bytes counters; the failure and the abort word |
+//! | caller  | send FIFOs' `head` and `tail` ([`NetTransport::shutdown`]'s flush), counters, the failure | the stop and closing flags                                 |
 //!
-//! Idle writers spin a few times, then sleep with a back-off up to 100 µs, and 500 µs at a time
-//! once idle for 20 ms (so the first frame after a pause may wait that long); readers block in
-//! `read` with a short socket time-out and recheck the flags.
+//! Writers and the control thread spin (yield the CPU and look again) while a published frame
+//! waits for credit and for 1 ms after their last work; after that they sleep, 20 µs doubling
+//! up to 500 µs, so the first frame after a pause may wait that long and an idle proxy costs a
+//! few thousand wake-ups a second. Readers block in `read` with a short socket time-out and
+//! recheck the flags.
+//!
+//! Credits have their own socket because TCP is one byte stream per socket: a CREDIT written
+//! on a data socket queues behind every DATA byte already in that socket's send buffer (up to
+//! the 4 MiB buffer), and a thread of its own would not change that. On the control socket a
+//! CREDIT waits for nothing but other control messages; it is also never rate limited.
 //!
 //! # Wire format
 //!
-//! Little-endian. Each socket opens with one handshake record each way (dialer: HELLO,
-//! acceptor: ACK):
+//! Little-endian, wire version 2. Each socket opens with one handshake record each way
+//! (dialer: HELLO, acceptor: ACK):
 //!
 //! | offset | size | field              |
 //! |--------|------|--------------------|
 //! | 0      | 4    | magic `"ZCNT"`     |
-//! | 4      | 2    | wire version (1)   |
+//! | 4      | 2    | wire version (2)   |
 //! | 6      | 2    | kind: 1 HELLO, 2 ACK |
 //! | 8      | 8    | communicator magic (the caller's) |
 //! | 16     | 4    | from rank          |
 //! | 20     | 4    | to rank            |
-//! | 24     | 4    | socket index       |
-//! | 28     | 4    | sockets per peer   |
+//! | 24     | 4    | socket index: `0..sockets` data, `sockets` control |
+//! | 28     | 4    | data sockets per peer (`sockets`) |
+//! | 32     | 4    | smallest piece in bytes |
+//! | 36     | 4    | reserved, 0        |
 //!
-//! then, in both directions, messages of a 24-byte header and a body:
+//! then, in both directions, messages of a 32-byte header and a body:
 //!
 //! | offset | size | field                                                  |
 //! |--------|------|--------------------------------------------------------|
-//! | 0      | 4    | kind: 1 DATA, 2 CREDIT, 3 CLOSE, 4 ABORT                 |
+//! | 0      | 4    | kind: 1 DATA (data sockets), 2 CREDIT (control socket), 3 CLOSE, 4 ABORT (any) |
 //! | 4      | 4    | connection index; ABORT: the rank the failure started on |
 //! | 8      | 8    | DATA: the frame's step; CREDIT: the receiver's `head`  |
-//! | 16     | 4    | bytes of body: DATA: the frame; ABORT: a UTF-8 reason (at most 1 KiB); otherwise 0 |
-//! | 20     | 4    | reserved, 0                                            |
+//! | 16     | 4    | bytes of body: DATA: the piece (at least 1); ABORT: a UTF-8 reason (at most 1 KiB); otherwise 0 |
+//! | 20     | 4    | DATA: the piece's offset in the frame; otherwise 0     |
+//! | 24     | 4    | DATA: bytes of the whole frame; otherwise 0            |
+//! | 28     | 4    | reserved, 0                                            |
 //!
-//! A DATA body is exactly the frame: its header's `HEADER_BYTES + payload_bytes`, or the whole
-//! slot if that header is invalid or claims more than the slot (the receiving kernel's
-//! validation then reports it; nothing outside the slot is read). The reader checks that the
-//! step is the connection's next and the length fits its slots; anything else is a protocol
-//! error.
+//! A DATA body is bytes `offset..offset + len` of the frame. The frame is exactly its header's
+//! `HEADER_BYTES + payload_bytes`, or the whole slot if that header is invalid or claims more
+//! than the slot (the receiving kernel's validation then reports it; nothing outside the slot
+//! is read). The reader checks, before it reads a body into the slot: the connection is one
+//! received from this peer; the step is the next to publish or one of the `NSLOTS - 1` after
+//! it; the frame fits the slot; offset and length are exactly a piece of the cut (see
+//! Striping); the frame length is the one the step's other pieces said; the piece has not come
+//! before. Anything else is a protocol error.
 //!
 //! # Flow control
 //!
-//! The writer sends step `s` only once the peer's receiver has credit for it
+//! The writers send step `s` only once the peer's receiver has credit for it
 //! (`s < credit + NSLOTS`, the credit being the receiving kernel's `head` as the peer's CREDIT
-//! messages report it). So a frame always finds its slot free on arrival, and the reader never
-//! waits for a kernel while later frames of other connections queue behind it on the same
-//! socket: connections sharing a socket cannot block one another. TCP's own window is the
-//! backpressure on the socket as a whole; the rate limit is a token bucket per peer, shared by
-//! its sockets.
+//! messages report it). So every piece finds its slot free on arrival, and a reader never
+//! waits for a kernel while later pieces of other connections queue behind it on the same
+//! socket: connections sharing the sockets cannot block one another. TCP's own window is the
+//! backpressure on each socket; the rate limit is a token bucket per peer, shared by its
+//! writers and charged for every piece (header included), not for control messages.
 //!
 //! # Memory ordering
 //!
-//! * Sending: the kernel writes slot `s`, then release-stores `tail = s + 1` (System scope). The
+//! * Sending: the kernel writes slot `s`, then release-stores `tail = s + 1` (System scope). A
 //!   writer acquire-loads `tail > s`, so every byte of the frame is visible before it reads the
-//!   slot; after writing it to the socket it release-stores `head = s + 1`, and the kernel
-//!   acquires `head` before it writes the slot again (step `s + NSLOTS`): the proxy's reads of
-//!   the slot happen before the kernel's next writes.
-//! * Receiving: the kernel finishes reading slot `s - NSLOTS` and release-stores its `head`. The
-//!   reader acquire-loads `head + NSLOTS > s` before it writes slot `s` (the credit protocol
-//!   makes this true on arrival; the local acquire is what orders the accesses, the credit
-//!   only decides when to send), then release-stores `tail = s + 1`, which the kernel acquires
-//!   before it reads the slot.
+//!   slot; after writing its pieces it release-stores its progress `s + 1`, acquire-loads the
+//!   other writers' and raises `head` to the least of them (`fetch_max`, acquire-release); the
+//!   kernel acquires `head` before it writes the slot again (step `s + NSLOTS`): every
+//!   writer's reads of the slot happen before the kernel's next writes.
+//! * Receiving: the kernel finishes reading slot `s - NSLOTS` and release-stores its `head`.
+//!   Each reader acquire-loads `head + NSLOTS > s` before it writes its piece of slot `s` (the
+//!   credit protocol makes this true on arrival; the local acquire is what orders the
+//!   accesses, the credit only decides when to send), then locks the connection's assembly to
+//!   count the bytes; the reader that completes the frames up to `s` release-stores `tail`
+//!   under that lock, so the other readers' pieces (written before their unlock) happen before
+//!   it, and before the kernel's acquire of `tail`. A piece's bytes are written only by the
+//!   reader that claimed the piece (under the lock, before it reads the body), so no two
+//!   readers write the same bytes.
 //! * Between one rank's threads, the credit words are release/acquire (a number, no data
 //!   travels with them), the counters relaxed, the failure behind a mutex.
 //! * On GPUs the FIFOs are pinned host memory mapped into the device: the kernels' System-scope
@@ -102,14 +139,14 @@
 //! # Failures
 //!
 //! The first failure wins ([`NetTransport::error`]): it is recorded, the abort word is raised
-//! (the kernels poll it), and every writer sends ABORT with the reason to its peer, whose
-//! transport then fails the same way.
+//! (the kernels poll it), and every writer and control thread sends ABORT with the reason on
+//! its sockets to its peer, whose transport then fails the same way.
 //!
 //! | event                                                                  | error                      |
 //! |------------------------------------------------------------------------|----------------------------|
 //! | a peer's socket closes or resets without CLOSE (it died or dropped its transport) | `Remote { rank, .. }` |
 //! | a peer's ABORT (its transport failed)                                  | `Remote { rank, "aborted: .." }`, `rank` the one the failure started on (an ABORT's `conn`), also when relayed |
-//! | a malformed message (unknown kind or connection, wrong step, oversize frame) | `Remote { rank, "NET protocol error .." }` |
+//! | a malformed message (unknown kind or connection, a kind on the wrong socket, a step outside the window, a frame larger than the slot, a piece off the cut, of another frame length, or twice) | `Remote { rank, "NET protocol error .." }` |
 //! | a peer that closed gracefully while frames for it are pending          | `Remote { rank, .. }`      |
 //! | no progress for `timeout` while work is pending: a published frame without credit, a socket that takes no bytes, a message cut short | `Timeout` |
 //! | the abort word raised by someone else (a kernel, the communicator)     | `Aborted` (and peers learn it) |
@@ -631,7 +668,7 @@ pub struct NetTransport {
 
 impl NetTransport {
     /// Connects rank `my_rank` to `peers` (rank, listener address; every peer must list this
-    /// rank in turn): `config.sockets_per_peer` TCP streams each, opened by a handshake that
+    /// rank in turn): `config.sockets_per_peer()` data streams and a control stream each, opened by a handshake that
     /// carries `comm_magic` (the same on every rank of the communicator, different across
     /// communicators). Stray connections to `listener` are dropped. Takes at most
     /// `config.timeout` ([`Error::Timeout`] after it). The transport raises `abort` when it
@@ -774,7 +811,8 @@ impl NetTransport {
         Ok((link, conn))
     }
 
-    /// Spawns the proxy threads (a writer and a reader per socket). Once.
+    /// Spawns the proxy threads (per peer: the writers, the control thread, a reader per
+    /// socket). Once.
     pub fn start(&mut self) -> Result<()> {
         if self.phase != Phase::Connected {
             return Err(Error::InvalidArgument("the NET transport is already started".into()));
