@@ -54,11 +54,12 @@
 //! | reader  | its socket; recv FIFOs: `head` (acquire) before it fills a slot | recv FIFOs: its pieces' bytes of the slot, then (under the connection's lock) `tail = s + 1` (release) once frames up to `s` are whole; the credit of a send connection (release; control socket); received-bytes counters; the failure and the abort word |
 //! | caller  | send FIFOs' `head` and `tail` ([`NetTransport::shutdown`]'s flush), counters, the failure | the stop and closing flags                                 |
 //!
-//! Writers and the control thread spin (yield the CPU and look again) while a published frame
-//! waits for credit and for 1 ms after their last work; after that they sleep, 20 µs doubling
-//! up to 500 µs, so the first frame after a pause may wait that long and an idle proxy costs a
-//! few thousand wake-ups a second. Readers block in `read` with a short socket time-out and
-//! recheck the flags.
+//! Writers and the control thread spin (yield the CPU and look again) while work is pending (a
+//! writer: a published frame waits for credit; the control thread: frames delivered to the
+//! local kernel are not consumed yet) and for 1 ms after their last work; after that they
+//! sleep, 20 µs doubling up to 500 µs, so the first frame after a pause may wait that long and
+//! an idle proxy costs a few thousand wake-ups a second. Readers block in `read` with a short
+//! socket time-out and recheck the flags.
 //!
 //! Credits have their own socket because TCP is one byte stream per socket: a CREDIT written
 //! on a data socket queues behind every DATA byte already in that socket's send buffer (up to

@@ -524,6 +524,12 @@ pub(super) struct CreditOut {
 }
 
 impl CreditOut {
+    /// Whether frames are published to the local kernel that it has not consumed yet (their
+    /// credit is due soon).
+    fn pending(&self) -> bool {
+        self.fifo.tail().load(Ordering::Acquire) > self.credited
+    }
+
     /// Sends a CREDIT if the local kernel consumed frames since the last one.
     fn pass(&mut self, wire: &mut Wire) -> Flow<bool> {
         let head = self.fifo.head().load(Ordering::Acquire);
@@ -582,7 +588,7 @@ impl Control {
             if busy {
                 backoff.reset();
             } else {
-                backoff.snooze(false);
+                backoff.snooze(self.credits.iter().any(CreditOut::pending));
             }
         }
     }
