@@ -669,9 +669,10 @@ pub struct NetTransport {
 
 impl NetTransport {
     /// Connects rank `my_rank` to `peers` (rank, listener address; every peer must list this
-    /// rank in turn): `config.sockets_per_peer()` data streams and a control stream each, opened by a handshake that
-    /// carries `comm_magic` (the same on every rank of the communicator, different across
-    /// communicators). Stray connections to `listener` are dropped. Takes at most
+    /// rank in turn): `config.sockets_per_peer()` data streams and a control stream each,
+    /// opened by a handshake that carries `comm_magic` (the same on every rank of the
+    /// communicator, different across communicators). Stray connections to `listener` are
+    /// dropped. Takes at most
     /// `config.timeout` ([`Error::Timeout`] after it). The transport raises `abort` when it
     /// fails.
     pub fn connect(
