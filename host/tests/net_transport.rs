@@ -297,8 +297,23 @@ fn play(ranks: &[Rank], streams: &[Stream], fifos: &[(Arc<Fifo>, Arc<Fifo>)], sl
             }));
         }
         let results: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap().unwrap()).collect();
+        settle(fifos);
         results.chunks(2).map(|c| c[1]).collect()
     })
+}
+
+/// Waits until the senders' proxies are done with every frame (`head == tail`): a frame can
+/// reach its receiver before the last writer of its pieces has counted them.
+fn settle(fifos: &[(Arc<Fifo>, Arc<Fifo>)]) {
+    let done = || {
+        fifos
+            .iter()
+            .all(|(tx, _)| tx.head.load(Ordering::Acquire) == tx.tail.load(Ordering::Acquire))
+    };
+    assert!(
+        eventually(Duration::from_secs(5), done),
+        "the senders' proxies did not finish"
+    );
 }
 
 /// Waits (up to `limit`) for `cond`.
@@ -454,6 +469,7 @@ fn the_rate_limit_holds() {
         }
     });
     let took = start.elapsed();
+    settle(&fifos);
     let bytes = 64 * slot as u64;
     assert_eq!(ranks[0].net.bytes_sent(1), bytes);
     // 4 MiB at 20 MB/s, less the bucket's 200 kB burst: at least 0.19 s
@@ -791,9 +807,12 @@ fn real_rank_and_fake_peer_with(magic: u64, cfg: NetConfig, slot: usize) -> (Ran
             fifos: Vec::new(),
         }
     });
+    // every socket connects before any says HELLO: all of them wait on the acceptor at once
+    let mut streams: Vec<TcpStream> = (0..=sockets).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    thread::sleep(Duration::from_millis(50));
     let mut streams: Vec<TcpStream> = (0..=sockets)
-        .map(|socket| {
-            let mut s = TcpStream::connect(addr).unwrap();
+        .zip(streams.drain(..))
+        .map(|(socket, mut s)| {
             s.write_all(&hello(0, 1, socket, sockets, min_piece, magic)).unwrap();
             let mut ack = [0u8; 40];
             s.read_exact(&mut ack).unwrap();
@@ -1178,5 +1197,61 @@ fn credits_never_wait_behind_data() {
         "a CREDIT for connection 0 up to step 1"
     );
     eprintln!("credit after {:?} with the data sockets full", start.elapsed());
+    assert_healthy(&[rank]);
+}
+
+/// The widest configuration (8 threads x 8 sockets, 64 pieces a frame): the rank that accepts
+/// from two peers has 130 handshakes pending at once, and frames cross whole.
+#[test]
+fn the_widest_striping_connects_and_delivers() {
+    let slot = 64 << 10;
+    let cfg = NetConfig {
+        threads_per_peer: 8,
+        sockets_per_thread: 8,
+        ..config(Duration::from_secs(20))
+    };
+    let mut ranks = connect_all(3, &cfg, 33);
+    let streams: Vec<Stream> = [(0, 2), (1, 2), (2, 0)]
+        .into_iter()
+        .map(|(from, to)| Stream {
+            from,
+            to,
+            conn: 3,
+            frames: 24,
+        })
+        .collect();
+    let fifos = register(&mut ranks, &streams, slot);
+    for r in &mut ranks {
+        r.net.start().unwrap();
+    }
+    let bytes = play(&ranks, &streams, &fifos, slot);
+    assert_eq!(ranks[2].net.bytes_received(0), bytes[0]);
+    assert_eq!(ranks[2].net.bytes_received(1), bytes[1]);
+    assert_eq!(ranks[0].net.bytes_received(2), bytes[2]);
+    assert_healthy(&ranks);
+    thread::scope(|s| {
+        for r in &mut ranks {
+            s.spawn(move || r.net.shutdown().unwrap());
+        }
+    });
+}
+
+/// A peer with the most sockets (64 data sockets and the control socket) whose sockets all
+/// connect before any handshake: the acceptor keeps all 65 waiting, none dropped as a stray.
+#[test]
+fn a_peer_may_open_all_its_sockets_before_any_handshake() {
+    let cfg = NetConfig {
+        threads_per_peer: 8,
+        sockets_per_thread: 8,
+        ..config(Duration::from_secs(10))
+    };
+    let (rank, mut fake) = real_rank_and_fake_peer_with(34, cfg, 4096);
+    assert_eq!(fake.data.len(), 64);
+    // and a 4 KiB frame cut into 16 pieces (of at least 256 bytes) arrives over 16 of them
+    let f = raw_frame(9, 4096 - HEADER_BYTES);
+    for i in 0..16 {
+        fake.data[63 - i].write_all(&piece(0, 0, &f, i * 256, 256)).unwrap();
+    }
+    recv_kernel(&rank.fifos[0], &rank.abort, 1, |_, slot| check_frame(&f, slot)).unwrap();
     assert_healthy(&[rank]);
 }

@@ -751,9 +751,7 @@ impl Reader {
         let bytes = unsafe { conn.fifo.slot_range_mut(h.step, h.offset as usize, h.len as usize) };
         wire.read_exact(bytes)?;
         counters.bytes_received.fetch_add(u64::from(h.len), Ordering::Relaxed);
-        if arrived(conn, &h) {
-            counters.frames_received.fetch_add(1, Ordering::Relaxed);
-        }
+        arrived(conn, &h, counters);
         Ok(())
     }
 
@@ -850,22 +848,24 @@ fn claim(conn: &RecvConn, h: &MsgHeader, piece: u32) -> Result<(), String> {
     }
 }
 
-/// The bytes of `h` are in its slot: counts them; when its frame is complete, publishes every
-/// complete step from the next one on (`tail`). Whether `h` completed its frame.
-fn arrived(conn: &RecvConn, h: &MsgHeader) -> bool {
+/// The bytes of `h` are in its slot: counts them; when its frame is complete, counts the frame
+/// (before anything is published, so that a kernel that sees the frame sees it counted) and
+/// publishes every complete step from the next one on (`tail`).
+fn arrived(conn: &RecvConn, h: &MsgHeader, counters: &PeerCounters) {
     let mut guard = conn.lock();
     let a = &mut *guard;
     let slot = a.slot(h.step);
     let SlotState::Filling { step, total, got, .. } = slot else {
         // `claim` made it `Filling` and only its last piece's reader moves it on
-        return false;
+        return;
     };
     *got += u64::from(h.len);
     if *got < u64::from(*total) {
-        return false;
+        return;
     }
     let step = *step;
     *slot = SlotState::Full { step };
+    counters.frames_received.fetch_add(1, Ordering::Relaxed);
     let before = a.next;
     loop {
         let next = a.next;
@@ -882,7 +882,6 @@ fn arrived(conn: &RecvConn, h: &MsgHeader) -> bool {
         // in `arrived`, and this lock follows), and so before the kernel's acquire of `tail`
         conn.fifo.tail().store(a.next, Ordering::Release);
     }
-    true
 }
 
 #[cfg(test)]

@@ -11,9 +11,10 @@ use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// Connections the acceptor keeps waiting for their handshake at once (older strays are
-/// dropped first).
-const MAX_PENDING: usize = 64;
+/// Connections the acceptor keeps waiting for their handshake at once beyond the ones it
+/// expects (a dialer sends the HELLO of all its sockets before it reads an ACK, so every
+/// expected socket may be pending at once); past that the oldest are dropped first.
+const MAX_STRAYS: usize = 64;
 /// How long the acceptor sleeps when nothing happened.
 const ACCEPT_POLL: Duration = Duration::from_millis(1);
 /// How long a dialer waits before retrying a refused connection.
@@ -255,7 +256,7 @@ impl Setup<'_> {
                 Ok((stream, _)) => {
                     busy = true;
                     if stream.set_nonblocking(true).is_ok() {
-                        if pending.len() == MAX_PENDING {
+                        if pending.len() >= want.len() + MAX_STRAYS {
                             pending.remove(0);
                         }
                         pending.push(Pending::new(stream));
