@@ -55,7 +55,7 @@ impl TokenBucket {
     }
 }
 
-/// Below this much time left, [`Pacer`] yields instead of sleeping (a sleep overshoots by
+/// Below this much time left, [`pace_step`] yields instead of sleeping (a sleep overshoots by
 /// tens of microseconds, which at a few hundred MB/s is a few percent of a 64 KiB piece).
 const SPIN_BELOW: Duration = Duration::from_micros(200);
 
