@@ -472,7 +472,7 @@ fn the_rate_limit_holds() {
     settle(&fifos);
     let bytes = 64 * slot as u64;
     assert_eq!(ranks[0].net.bytes_sent(1), bytes);
-    // 4 MiB at 20 MB/s, less the bucket's 200 kB burst: at least 0.19 s
+    // 4 MiB at 20 MB/s, less the bucket's 64 KiB burst: at least 0.2 s
     assert!(took >= Duration::from_millis(180), "4 MiB at 20 MB/s took {took:?}");
     assert_healthy(&ranks);
 }
