@@ -49,16 +49,17 @@
 //!
 //! | thread  | reads                                                          | writes                                                     |
 //! |---------|----------------------------------------------------------------|------------------------------------------------------------|
-//! | writer  | send FIFOs: `tail` (acquire), then the frame in the slot; the peer's credit (acquire); the other writers' progress (acquire); the abort word | its data sockets: DATA pieces, CLOSE, ABORT; its progress per connection (release); send FIFOs: `head` = every writer's progress (`fetch_max`, release) once all pieces of a frame are written; sent-bytes counters |
-//! | control | recv FIFOs: `head` (acquire); the abort word                   | the control socket: CREDIT, CLOSE, ABORT                   |
+//! | writer  | send FIFOs: `tail` (acquire), then the frame in the slot; the peer's credit (acquire); the other writers' progress (acquire); the abort word | its data sockets: DATA pieces, CLOSE, ABORT; its progress per connection (release); send FIFOs: `head` = the least of the writers' progress (`fetch_max`, release), so once every piece of a frame is written; sent-bytes counters |
+//! | control | recv FIFOs: `head` (acquire), `tail` (acquire: frames not consumed yet keep it spinning); the abort word | the control socket: CREDIT, CLOSE, ABORT                   |
 //! | reader  | its socket; recv FIFOs: `head` (acquire) before it fills a slot | recv FIFOs: its pieces' bytes of the slot, then (under the connection's lock) `tail = s + 1` (release) once frames up to `s` are whole; the credit of a send connection (release; control socket); received-bytes counters; the failure and the abort word |
 //! | caller  | send FIFOs' `head` and `tail` ([`NetTransport::shutdown`]'s flush), counters, the failure | the stop and closing flags                                 |
 //!
 //! Writers and the control thread spin (yield the CPU and look again) while work is pending (a
 //! writer: a published frame waits for credit; the control thread: frames delivered to the
 //! local kernel are not consumed yet) and for 1 ms after their last work; after that they
-//! sleep, 20 µs doubling up to 500 µs, so the first frame after a pause may wait that long and
-//! an idle proxy costs a few thousand wake-ups a second. Readers block in `read` with a short
+//! sleep, 20 µs doubling up to 500 µs, so the first frame after a pause may wait that long
+//! (every writer passes every step, also one without a piece on its sockets, before `head`
+//! moves) and an idle proxy costs a few thousand wake-ups a second. Readers block in `read` with a short
 //! socket time-out and recheck the flags.
 //!
 //! Credits have their own socket because TCP is one byte stream per socket: a CREDIT written
