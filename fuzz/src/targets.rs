@@ -93,8 +93,9 @@ pub fn bootstrap_message(data: &[u8]) {
     }
 }
 
-/// NET's wire records (handshake, message header, a slot's frame length): a typed result,
-/// never a panic; what parses encodes back to its bytes.
+/// NET's wire records (handshake, message header, a slot's frame length) and a DATA piece's
+/// place in the cut of its frame: a typed result, never a panic; what parses encodes back to
+/// its bytes, and an accepted piece is exactly its piece of the frame.
 pub fn net_wire(data: &[u8]) {
     zipcoll_host::transport::net::fuzzing::parse(data);
 }

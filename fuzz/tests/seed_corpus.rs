@@ -93,20 +93,25 @@ fn write_seed_corpus() {
     hello.extend_from_slice(&2u32.to_le_bytes());
     hello.extend_from_slice(&[4, 10, 0, 0, 1, 0x39, 0x30]);
     write("bootstrap_message", "hello", &hello);
-    // NET: a HELLO handshake (ZCNT, version 1, kind 1, magic, ranks 0 -> 1, socket 0 of 1) and
-    // a DATA header (kind 1, connection 0, step 3, 64 bytes)
+    // NET (wire version 2): a HELLO handshake (ZCNT, version 2, kind 1, magic, ranks 0 -> 1,
+    // socket 0 of 8, pieces of at least 64 KiB, reserved) and a DATA piece (kind 1, connection
+    // 0, step 3, 64 KiB at offset 128 KiB of a 512 KiB frame, reserved) followed by a striping
+    // (1 + 7 = 8 sockets, pieces of at least 64 KiB)
     let mut hs = b"ZCNT".to_vec();
-    hs.extend_from_slice(&1u16.to_le_bytes());
+    hs.extend_from_slice(&2u16.to_le_bytes());
     hs.extend_from_slice(&1u16.to_le_bytes());
     hs.extend_from_slice(&7u64.to_le_bytes());
-    for v in [0u32, 1, 0, 1] {
+    for v in [0u32, 1, 0, 8, 65536, 0] {
         hs.extend_from_slice(&v.to_le_bytes());
     }
     write("net_wire", "handshake", &hs);
     let mut msg = 1u32.to_le_bytes().to_vec();
     msg.extend_from_slice(&0u32.to_le_bytes());
     msg.extend_from_slice(&3u64.to_le_bytes());
-    msg.extend_from_slice(&64u32.to_le_bytes());
-    msg.extend_from_slice(&0u32.to_le_bytes());
+    for v in [65536u32, 131072, 524288, 0] {
+        msg.extend_from_slice(&v.to_le_bytes());
+    }
+    msg.push(7);
+    msg.extend_from_slice(&65536u32.to_le_bytes());
     write("net_wire", "data", &msg);
 }

@@ -210,9 +210,12 @@ struct Rank {
     fifos: Vec<Arc<Fifo>>,
 }
 
+/// The default sockets (2 threads x 4), with pieces of at least 256 bytes, so that the small
+/// frames of these tests are striped too.
 fn config(timeout: Duration) -> NetConfig {
     NetConfig {
         timeout,
+        min_piece_bytes: 256,
         ..NetConfig::default()
     }
 }
@@ -294,8 +297,23 @@ fn play(ranks: &[Rank], streams: &[Stream], fifos: &[(Arc<Fifo>, Arc<Fifo>)], sl
             }));
         }
         let results: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap().unwrap()).collect();
+        settle(fifos);
         results.chunks(2).map(|c| c[1]).collect()
     })
+}
+
+/// Waits until the senders' proxies are done with every frame (`head == tail`): a frame can
+/// reach its receiver before the last writer of its pieces has counted them.
+fn settle(fifos: &[(Arc<Fifo>, Arc<Fifo>)]) {
+    let done = || {
+        fifos
+            .iter()
+            .all(|(tx, _)| tx.head.load(Ordering::Acquire) == tx.tail.load(Ordering::Acquire))
+    };
+    assert!(
+        eventually(Duration::from_secs(5), done),
+        "the senders' proxies did not finish"
+    );
 }
 
 /// Waits (up to `limit`) for `cond`.
@@ -369,7 +387,8 @@ fn frames_wrap_the_slots_on_several_connections_and_sockets() {
 fn three_ranks_all_to_all() {
     let slot = 2048;
     let cfg = NetConfig {
-        sockets_per_peer: 3,
+        threads_per_peer: 1,
+        sockets_per_thread: 3,
         ..config(Duration::from_secs(10))
     };
     let mut ranks = connect_all(3, &cfg, 12);
@@ -450,9 +469,10 @@ fn the_rate_limit_holds() {
         }
     });
     let took = start.elapsed();
+    settle(&fifos);
     let bytes = 64 * slot as u64;
     assert_eq!(ranks[0].net.bytes_sent(1), bytes);
-    // 4 MiB at 20 MB/s, less the bucket's 200 kB burst: at least 0.19 s
+    // 4 MiB at 20 MB/s, less the bucket's 64 KiB burst: at least 0.2 s
     assert!(took >= Duration::from_millis(180), "4 MiB at 20 MB/s took {took:?}");
     assert_healthy(&ranks);
 }
@@ -510,10 +530,10 @@ fn stray_connections_are_rejected_without_harm() {
     let mut garbage = TcpStream::connect(addrs[1]).unwrap();
     garbage.write_all(b"GET / HTTP/1.1\r\nHost: zipcoll\r\n\r\n").unwrap();
     let mut other_comm = TcpStream::connect(addrs[1]).unwrap();
-    other_comm.write_all(&hello(0, 1, 0, 2, magic + 1)).unwrap();
+    other_comm.write_all(&hello(0, 1, 0, 8, 256, magic + 1)).unwrap();
     let silent = TcpStream::connect(addrs[1]).unwrap();
     let mut half = TcpStream::connect(addrs[1]).unwrap();
-    half.write_all(&hello(0, 1, 0, 2, magic)[..10]).unwrap();
+    half.write_all(&hello(0, 1, 0, 8, 256, magic)[..10]).unwrap();
     let mut ranks: Vec<Rank> = thread::scope(|s| {
         let handles: Vec<_> = listeners
             .into_iter()
@@ -708,39 +728,74 @@ fn an_abort_raised_on_one_rank_reaches_the_others() {
 
 // --- a hand-made peer speaking the documented wire format ----------------------------------
 
-/// A handshake HELLO record.
-fn hello(from: u32, to: u32, socket: u32, sockets: u32, magic: u64) -> [u8; 32] {
-    let mut b = [0u8; 32];
+/// A handshake HELLO record (wire version 2).
+fn hello(from: u32, to: u32, socket: u32, sockets: u32, min_piece: u32, magic: u64) -> [u8; 40] {
+    let mut b = [0u8; 40];
     b[0..4].copy_from_slice(b"ZCNT");
-    b[4..6].copy_from_slice(&1u16.to_le_bytes());
+    b[4..6].copy_from_slice(&2u16.to_le_bytes());
     b[6..8].copy_from_slice(&1u16.to_le_bytes());
     b[8..16].copy_from_slice(&magic.to_le_bytes());
     b[16..20].copy_from_slice(&from.to_le_bytes());
     b[20..24].copy_from_slice(&to.to_le_bytes());
     b[24..28].copy_from_slice(&socket.to_le_bytes());
     b[28..32].copy_from_slice(&sockets.to_le_bytes());
+    b[32..36].copy_from_slice(&min_piece.to_le_bytes());
     b
 }
 
-/// A message header.
-fn message(kind: u32, conn: u32, step: u64, len: u32) -> [u8; 24] {
-    let mut b = [0u8; 24];
+const DATA: u32 = 1;
+const CREDIT: u32 = 2;
+
+/// A message header: kind, connection, step, body bytes, and for DATA the piece's offset and
+/// the frame's length.
+fn message(kind: u32, conn: u32, step: u64, len: u32, offset: u32, total: u32) -> [u8; 32] {
+    let mut b = [0u8; 32];
     b[0..4].copy_from_slice(&kind.to_le_bytes());
     b[4..8].copy_from_slice(&conn.to_le_bytes());
     b[8..16].copy_from_slice(&step.to_le_bytes());
     b[16..20].copy_from_slice(&len.to_le_bytes());
+    b[20..24].copy_from_slice(&offset.to_le_bytes());
+    b[24..28].copy_from_slice(&total.to_le_bytes());
     b
 }
 
-/// Rank 1 as a real transport with one receive connection from rank 0, and rank 0 played by
-/// hand over one socket; returns rank 1 (started) and rank 0's socket after the handshake.
-fn real_rank_and_fake_peer(magic: u64, timeout: Duration) -> (Rank, TcpStream) {
+/// A DATA message: bytes `offset..offset + len` of `frame`, for `step` of `conn`.
+fn piece(conn: u32, step: u64, frame: &[u8], offset: usize, len: usize) -> Vec<u8> {
+    let h = message(DATA, conn, step, len as u32, offset as u32, frame.len() as u32);
+    [&h[..], &frame[offset..offset + len]].concat()
+}
+
+/// A message read off `s`: its header fields (kind, conn, step, len, offset, total) and body.
+fn read_message(s: &mut TcpStream) -> ([u64; 6], Vec<u8>) {
+    let mut h = [0u8; 32];
+    s.read_exact(&mut h).unwrap();
+    let u32_at = |o: usize| u64::from(u32::from_le_bytes(h[o..o + 4].try_into().unwrap()));
+    let fields = [
+        u32_at(0),
+        u32_at(4),
+        u64::from_le_bytes(h[8..16].try_into().unwrap()),
+        u32_at(16),
+        u32_at(20),
+        u32_at(24),
+    ];
+    let mut body = vec![0u8; fields[3] as usize];
+    s.read_exact(&mut body).unwrap();
+    (fields, body)
+}
+
+/// Rank 0 played by hand: its data sockets and its control socket to the real rank 1.
+struct FakePeer {
+    data: Vec<TcpStream>,
+    control: TcpStream,
+}
+
+/// Rank 1 as a real transport (`cfg`, started) with a receive and a send connection 0 of
+/// `slot`-byte slots to rank 0 (its `fifos[0]` and `fifos[1]`), and rank 0 played by hand:
+/// every socket opened with a HELLO and its ACK checked.
+fn real_rank_and_fake_peer_with(magic: u64, cfg: NetConfig, slot: usize) -> (Rank, FakePeer) {
     let listener = NetListener::bind(LOCALHOST).unwrap();
     let addr = listener.addr();
-    let cfg = NetConfig {
-        sockets_per_peer: 1,
-        ..config(timeout)
-    };
+    let (sockets, min_piece) = (cfg.sockets_per_peer() as u32, cfg.min_piece_bytes as u32);
     let real = thread::spawn(move || {
         let abort = Arc::new(AtomicU32::new(0));
         let word = AbortWord::new(Arc::clone(&abort));
@@ -752,25 +807,46 @@ fn real_rank_and_fake_peer(magic: u64, timeout: Duration) -> (Rank, TcpStream) {
             fifos: Vec::new(),
         }
     });
-    let mut fake = TcpStream::connect(addr).unwrap();
-    fake.write_all(&hello(0, 1, 0, 1, magic)).unwrap();
-    let mut ack = [0u8; 32];
-    fake.read_exact(&mut ack).unwrap();
-    assert_eq!(&ack[0..4], b"ZCNT");
-    assert_eq!(u16::from_le_bytes([ack[6], ack[7]]), 2, "an ACK");
+    // every socket connects before any says HELLO: all of them wait on the acceptor at once
+    let mut streams: Vec<TcpStream> = (0..=sockets).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    thread::sleep(Duration::from_millis(50));
+    let mut streams: Vec<TcpStream> = (0..=sockets)
+        .zip(streams.drain(..))
+        .map(|(socket, mut s)| {
+            s.write_all(&hello(0, 1, socket, sockets, min_piece, magic)).unwrap();
+            let mut ack = [0u8; 40];
+            s.read_exact(&mut ack).unwrap();
+            assert_eq!(&ack[0..4], b"ZCNT");
+            assert_eq!(u16::from_le_bytes([ack[6], ack[7]]), 2, "an ACK");
+            s
+        })
+        .collect();
+    let control = streams.pop().unwrap();
     let mut rank = real.join().unwrap();
-    let rx = Fifo::new(256);
+    let (rx, tx) = (Fifo::new(slot), Fifo::new(slot));
     rank.net.add_recv(0, 0, rx.raw()).unwrap();
-    rank.fifos.push(rx);
+    rank.net.add_send(0, 0, tx.raw()).unwrap();
+    rank.fifos.extend([rx, tx]);
     rank.net.start().unwrap();
-    (rank, fake)
+    (rank, FakePeer { data: streams, control })
+}
+
+/// As [`real_rank_and_fake_peer_with`] with one data socket and 256-byte slots; returns rank
+/// 0's data socket too.
+fn real_rank_and_fake_peer(magic: u64, timeout: Duration) -> (Rank, FakePeer) {
+    let cfg = NetConfig {
+        threads_per_peer: 1,
+        sockets_per_thread: 1,
+        ..config(timeout)
+    };
+    real_rank_and_fake_peer_with(magic, cfg, 256)
 }
 
 #[test]
 fn a_peer_that_dies_without_a_word_is_a_remote_error() {
     let (rank, mut fake) = real_rank_and_fake_peer(19, Duration::from_secs(2));
     // half a message header, then the process "dies"
-    fake.write_all(&message(1, 0, 0, 64)[..10]).unwrap();
+    fake.data[0].write_all(&message(DATA, 0, 0, 64, 0, 64)[..10]).unwrap();
     drop(fake);
     assert!(eventually(Duration::from_secs(5), || rank
         .abort
@@ -793,8 +869,7 @@ fn a_peer_that_sends_without_credit_fails_within_the_timeout() {
     let body = raw_frame(2, 10);
     let start = Instant::now();
     for step in 0..=NSLOTS {
-        fake.write_all(&message(1, 0, step, body.len() as u32)).unwrap();
-        fake.write_all(&body).unwrap();
+        fake.data[0].write_all(&piece(0, step, &body, 0, body.len())).unwrap();
     }
     assert!(
         eventually(timeout + Duration::from_secs(5), || rank.abort.load(Ordering::Acquire)
@@ -819,10 +894,9 @@ fn a_peer_that_sends_without_credit_fails_within_the_timeout() {
 #[test]
 fn a_protocol_violation_fails_the_transport_and_says_why_to_the_peer() {
     let (rank, mut fake) = real_rank_and_fake_peer(20, Duration::from_secs(5));
-    // step 5 where step 0 is due
+    // step NSLOTS where steps 0..NSLOTS are allowed
     let body = raw_frame(1, 10);
-    fake.write_all(&message(1, 0, 5, body.len() as u32)).unwrap();
-    fake.write_all(&body).unwrap();
+    fake.data[0].write_all(&piece(0, NSLOTS, &body, 0, body.len())).unwrap();
     assert!(eventually(Duration::from_secs(5), || rank
         .abort
         .load(Ordering::Acquire)
@@ -831,43 +905,49 @@ fn a_protocol_violation_fails_the_transport_and_says_why_to_the_peer() {
         Some(Error::Remote { rank: 0, reason }) => assert!(reason.contains("protocol"), "{reason}"),
         other => panic!("{other:?}"),
     }
-    // the transport told the peer: an ABORT message with a reason
-    fake.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let mut h = [0u8; 24];
-    fake.read_exact(&mut h).unwrap();
-    assert_eq!(u32::from_le_bytes([h[0], h[1], h[2], h[3]]), 4, "ABORT");
-    let len = u32::from_le_bytes([h[16], h[17], h[18], h[19]]) as usize;
-    let mut reason = vec![0u8; len];
-    fake.read_exact(&mut reason).unwrap();
-    assert!(String::from_utf8_lossy(&reason).contains("step 5"));
+    // the transport told the peer on every socket: an ABORT message with a reason
+    for s in fake.data.iter_mut().chain([&mut fake.control]) {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let ([kind, ..], reason) = read_message(s);
+        assert_eq!(kind, 4, "ABORT");
+        assert!(String::from_utf8_lossy(&reason).contains("step 8"));
+    }
 }
 
 #[test]
 fn configuration_mismatches_and_misuse_are_errors() {
-    // different socket counts: both ranks fail the setup
-    let listeners: Vec<NetListener> = (0..2).map(|_| NetListener::bind(LOCALHOST).unwrap()).collect();
-    let addrs: Vec<SocketAddr> = listeners.iter().map(|l| l.addr()).collect();
-    let results: Vec<_> = thread::scope(|s| {
-        let handles: Vec<_> = listeners
-            .into_iter()
-            .enumerate()
-            .map(|(rank, listener)| {
-                let peer = 1 - rank;
-                let peers = [(peer, addrs[peer])];
-                s.spawn(move || {
-                    let cfg = NetConfig {
-                        sockets_per_peer: 1 + rank,
-                        ..config(Duration::from_secs(3))
-                    };
-                    let word = AbortWord::new(Arc::new(AtomicU32::new(0)));
-                    NetTransport::connect(rank, listener, &peers, 21, word, &cfg).map(|_| ())
+    // different socket counts or piece sizes: both ranks fail the setup
+    let differ: [fn(usize) -> NetConfig; 2] = [
+        |rank| NetConfig {
+            threads_per_peer: 1 + rank,
+            ..config(Duration::from_secs(3))
+        },
+        |rank| NetConfig {
+            min_piece_bytes: 256 << rank,
+            ..config(Duration::from_secs(3))
+        },
+    ];
+    for cfg_of in differ {
+        let listeners: Vec<NetListener> = (0..2).map(|_| NetListener::bind(LOCALHOST).unwrap()).collect();
+        let addrs: Vec<SocketAddr> = listeners.iter().map(|l| l.addr()).collect();
+        let results: Vec<_> = thread::scope(|s| {
+            let handles: Vec<_> = listeners
+                .into_iter()
+                .enumerate()
+                .map(|(rank, listener)| {
+                    let peer = 1 - rank;
+                    let peers = [(peer, addrs[peer])];
+                    s.spawn(move || {
+                        let word = AbortWord::new(Arc::new(AtomicU32::new(0)));
+                        NetTransport::connect(rank, listener, &peers, 21, word, &cfg_of(rank)).map(|_| ())
+                    })
                 })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    for (rank, r) in results.iter().enumerate() {
-        assert!(matches!(r, Err(Error::Remote { .. })), "rank {rank}: {r:?}");
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for (rank, r) in results.iter().enumerate() {
+            assert!(matches!(r, Err(Error::Remote { .. })), "rank {rank}: {r:?}");
+        }
     }
 
     // misuse of a connected transport
@@ -893,7 +973,7 @@ fn configuration_mismatches_and_misuse_are_errors() {
     assert!(start.elapsed() < Duration::from_secs(10));
 
     let bad = NetConfig {
-        sockets_per_peer: 0,
+        threads_per_peer: 0,
         ..NetConfig::default()
     };
     let listener = NetListener::bind(LOCALHOST).unwrap();
@@ -902,4 +982,276 @@ fn configuration_mismatches_and_misuse_are_errors() {
         NetTransport::connect(0, listener, &[], 1, word, &bad),
         Err(Error::InvalidArgument(_))
     ));
+}
+
+// --- striping, reassembly and the control socket, against a hand-made peer ------------------
+
+/// 2 threads x 2 data sockets, pieces of at least 4 KiB, 64 KiB slots: a full frame is 4
+/// pieces of 16 KiB.
+fn striped(timeout: Duration) -> NetConfig {
+    NetConfig {
+        threads_per_peer: 2,
+        sockets_per_thread: 2,
+        min_piece_bytes: 4096,
+        ..config(timeout)
+    }
+}
+
+const STRIPED_SLOT: usize = 64 << 10;
+
+/// A full 64 KiB frame of step `step`.
+fn full_frame(step: u64) -> Vec<u8> {
+    raw_frame(mix(0xF00D ^ step), STRIPED_SLOT - HEADER_BYTES)
+}
+
+/// Waits until the real rank failed with a NET protocol error that mentions `what`.
+fn assert_protocol_error(rank: &Rank, what: &str) {
+    assert!(
+        eventually(Duration::from_secs(5), || rank.abort.load(Ordering::Acquire) != 0),
+        "no failure for {what:?}"
+    );
+    match rank.net.error() {
+        Some(Error::Remote { rank: 0, reason }) => {
+            assert!(
+                reason.contains("protocol") && reason.contains(what),
+                "{what:?}: {reason}"
+            )
+        }
+        other => panic!("{what:?}: {other:?}"),
+    }
+}
+
+/// The real rank sends: every frame arrives as pieces of the documented size, piece `i` of
+/// step `s` on data socket `(s + i) % 4` (connection 0), each a header and its body.
+#[test]
+fn frames_are_cut_into_pieces_over_every_socket_of_the_peer() {
+    let (rank, mut fake) = real_rank_and_fake_peer_with(30, striped(Duration::from_secs(10)), STRIPED_SLOT);
+    let tx = &rank.fifos[1];
+    let frames = 3u64;
+    send_kernel(tx, &rank.abort, frames, full_frame).unwrap();
+    let mut got: Vec<Vec<u8>> = (0..frames).map(|_| vec![0u8; STRIPED_SLOT]).collect();
+    let mut pieces = vec![0u32; frames as usize];
+    for (socket, s) in fake.data.iter_mut().enumerate() {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        // one piece of each frame on each socket
+        for _ in 0..frames {
+            let ([kind, conn, step, len, offset, total], body) = read_message(s);
+            assert_eq!(
+                (kind, conn, total, len),
+                (1, 0, STRIPED_SLOT as u64, 16384),
+                "socket {socket}"
+            );
+            assert_eq!(offset % 16384, 0);
+            assert_eq!(
+                (step + offset / 16384) % 4,
+                socket as u64,
+                "piece {offset} of step {step}"
+            );
+            let (o, f) = (offset as usize, &mut got[step as usize]);
+            f[o..o + body.len()].copy_from_slice(&body);
+            pieces[step as usize] += 1;
+        }
+    }
+    assert_eq!(pieces, [4, 4, 4]);
+    for (step, f) in got.iter().enumerate() {
+        assert_eq!(*f, full_frame(step as u64), "frame {step} put back together");
+    }
+    // every piece written: the kernel got its slots back
+    assert!(eventually(Duration::from_secs(5), || tx.head.load(Ordering::Acquire) == frames));
+    let stats = rank.net.stats(0).unwrap();
+    assert_eq!(
+        (stats.frames_sent, stats.bytes_sent),
+        (frames, frames * STRIPED_SLOT as u64)
+    );
+    assert_healthy(&[rank]);
+}
+
+/// The real rank receives pieces in any order over any socket, steps interleaved: `tail`
+/// moves only when every byte of a frame and of the frames before it is in.
+#[test]
+fn pieces_in_any_order_on_any_socket_are_put_back_together() {
+    let (rank, mut fake) = real_rank_and_fake_peer_with(31, striped(Duration::from_secs(10)), STRIPED_SLOT);
+    let rx = &rank.fifos[0];
+    let (f0, f1) = (full_frame(0), full_frame(1));
+    let p = 16384;
+    // step 1 whole, backwards, before step 0; step 0 but its piece 0; all on mixed sockets
+    for (i, socket) in [(3, 0), (2, 1), (1, 2), (0, 3)] {
+        fake.data[socket].write_all(&piece(0, 1, &f1, i * p, p)).unwrap();
+    }
+    for (i, socket) in [(2, 1), (3, 1), (1, 0)] {
+        fake.data[socket].write_all(&piece(0, 0, &f0, i * p, p)).unwrap();
+    }
+    assert!(eventually(Duration::from_secs(5), || rank.net.bytes_received(0) == 7 * p as u64));
+    thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        rx.tail.load(Ordering::Acquire),
+        0,
+        "published before the frame was whole"
+    );
+    fake.data[2].write_all(&piece(0, 0, &f0, 0, p)).unwrap();
+    assert!(eventually(Duration::from_secs(5), || rx.tail.load(Ordering::Acquire) == 2));
+    recv_kernel(rx, &rank.abort, 2, |step, slot| {
+        check_frame(if step == 0 { &f0 } else { &f1 }, slot)
+    })
+    .unwrap();
+    let stats = rank.net.stats(0).unwrap();
+    assert_eq!(
+        (stats.frames_received, stats.bytes_received),
+        (2, 2 * STRIPED_SLOT as u64)
+    );
+    assert_healthy(&[rank]);
+}
+
+/// Every malformed piece fails the transport with a protocol error that says what is wrong,
+/// before anything is written outside its place.
+#[test]
+fn malformed_pieces_are_protocol_errors() {
+    let f = full_frame(0);
+    let p = 16384;
+    let big = raw_frame(5, 2 * STRIPED_SLOT - HEADER_BYTES);
+    let half = raw_frame(6, STRIPED_SLOT / 2 - HEADER_BYTES);
+    type Case = (&'static str, Vec<Vec<u8>>);
+    let cases: Vec<Case> = vec![
+        ("not received from this peer", vec![piece(7, 0, &f, 0, p)]),
+        ("offset 100", vec![piece(0, 0, &f, 100, p)]),
+        ("a piece of 1000 bytes", vec![piece(0, 0, &f, 0, 1000)]),
+        ("for 65536-byte slots", vec![piece(0, 0, &big, 0, 32768)]),
+        (
+            "step 8 of connection 0, expected 0..8",
+            vec![piece(0, NSLOTS, &f, 0, p)],
+        ),
+        ("twice", vec![piece(0, 0, &f, p, p), piece(0, 0, &f, p, p)]),
+        (
+            "65536 and 32768 bytes",
+            vec![piece(0, 0, &f, 0, p), piece(0, 0, &half, 8192, 8192)],
+        ),
+        ("a DATA piece of 16384 bytes at offset 65536 of a 65536-byte frame", {
+            let mut m = piece(0, 0, &f, 0, p);
+            m[20..24].copy_from_slice(&65536u32.to_le_bytes());
+            vec![m]
+        }),
+        (
+            "Credit message on a Data socket",
+            vec![message(CREDIT, 0, 1, 0, 0, 0).to_vec()],
+        ),
+    ];
+    for (i, (what, messages)) in cases.into_iter().enumerate() {
+        let (rank, mut fake) =
+            real_rank_and_fake_peer_with(40 + i as u64, striped(Duration::from_secs(10)), STRIPED_SLOT);
+        for m in &messages {
+            fake.data[1].write_all(m).unwrap();
+        }
+        assert_protocol_error(&rank, what);
+        assert_eq!(
+            rank.fifos[0].tail.load(Ordering::Acquire),
+            0,
+            "{what}: nothing published"
+        );
+    }
+    // and DATA on the control socket
+    let (rank, mut fake) = real_rank_and_fake_peer_with(50, striped(Duration::from_secs(10)), STRIPED_SLOT);
+    fake.control.write_all(&piece(0, 0, &f, 0, p)).unwrap();
+    assert_protocol_error(&rank, "Data message on a Control socket");
+}
+
+/// A CREDIT goes out on the control socket at once, even while every data socket to the peer
+/// is full (the peer reads none of them and the writers are stuck in a write).
+#[test]
+fn credits_never_wait_behind_data() {
+    let cfg = NetConfig {
+        socket_buffer_bytes: Some(16 << 10),
+        ..striped(Duration::from_secs(30))
+    };
+    let (rank, mut fake) = real_rank_and_fake_peer_with(32, cfg, STRIPED_SLOT);
+    let (rx, tx) = (&rank.fifos[0], &rank.fifos[1]);
+    // all the credit in the world for the real rank's sends, which the fake never reads
+    fake.control.write_all(&message(CREDIT, 0, 1 << 40, 0, 0, 0)).unwrap();
+    let mut step = 0u64;
+    let mut moved = Instant::now();
+    while moved.elapsed() < Duration::from_millis(300) {
+        assert!(step < 4096, "the data sockets never filled up");
+        if step < tx.head.load(Ordering::Acquire) + NSLOTS {
+            let f = full_frame(step);
+            // SAFETY: the slot of `step` is free (its credit checked above) and ours until `tail`.
+            unsafe { std::ptr::copy_nonoverlapping(f.as_ptr(), tx.slot_ptr(step), f.len()) };
+            step += 1;
+            tx.tail.store(step, Ordering::Release);
+            moved = Instant::now();
+        } else {
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+    assert!(tx.head.load(Ordering::Acquire) < step, "the writers are not blocked");
+    // a frame for the real rank; its kernel consumes it; the credit must come back now
+    let f = full_frame(0);
+    for i in 0..4 {
+        fake.data[i].write_all(&piece(0, 0, &f, i * 16384, 16384)).unwrap();
+    }
+    recv_kernel(rx, &rank.abort, 1, |_, slot| check_frame(&f, slot)).unwrap();
+    fake.control.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let start = Instant::now();
+    let ([kind, conn, head, len, ..], _) = read_message(&mut fake.control);
+    assert_eq!(
+        (kind, conn, head, len),
+        (2, 0, 1, 0),
+        "a CREDIT for connection 0 up to step 1"
+    );
+    eprintln!("credit after {:?} with the data sockets full", start.elapsed());
+    assert_healthy(&[rank]);
+}
+
+/// The widest configuration (8 threads x 8 sockets, 64 pieces a frame): the rank that accepts
+/// from two peers has 130 handshakes pending at once, and frames cross whole.
+#[test]
+fn the_widest_striping_connects_and_delivers() {
+    let slot = 64 << 10;
+    let cfg = NetConfig {
+        threads_per_peer: 8,
+        sockets_per_thread: 8,
+        ..config(Duration::from_secs(20))
+    };
+    let mut ranks = connect_all(3, &cfg, 33);
+    let streams: Vec<Stream> = [(0, 2), (1, 2), (2, 0)]
+        .into_iter()
+        .map(|(from, to)| Stream {
+            from,
+            to,
+            conn: 3,
+            frames: 24,
+        })
+        .collect();
+    let fifos = register(&mut ranks, &streams, slot);
+    for r in &mut ranks {
+        r.net.start().unwrap();
+    }
+    let bytes = play(&ranks, &streams, &fifos, slot);
+    assert_eq!(ranks[2].net.bytes_received(0), bytes[0]);
+    assert_eq!(ranks[2].net.bytes_received(1), bytes[1]);
+    assert_eq!(ranks[0].net.bytes_received(2), bytes[2]);
+    assert_healthy(&ranks);
+    thread::scope(|s| {
+        for r in &mut ranks {
+            s.spawn(move || r.net.shutdown().unwrap());
+        }
+    });
+}
+
+/// A peer with the most sockets (64 data sockets and the control socket) whose sockets all
+/// connect before any handshake: the acceptor keeps all 65 waiting, none dropped as a stray.
+#[test]
+fn a_peer_may_open_all_its_sockets_before_any_handshake() {
+    let cfg = NetConfig {
+        threads_per_peer: 8,
+        sockets_per_thread: 8,
+        ..config(Duration::from_secs(10))
+    };
+    let (rank, mut fake) = real_rank_and_fake_peer_with(34, cfg, 4096);
+    assert_eq!(fake.data.len(), 64);
+    // and a 4 KiB frame cut into 16 pieces (of at least 256 bytes) arrives over 16 of them
+    let f = raw_frame(9, 4096 - HEADER_BYTES);
+    for i in 0..16 {
+        fake.data[63 - i].write_all(&piece(0, 0, &f, i * 256, 256)).unwrap();
+    }
+    recv_kernel(&rank.fifos[0], &rank.abort, 1, |_, slot| check_frame(&f, slot)).unwrap();
+    assert_healthy(&[rank]);
 }

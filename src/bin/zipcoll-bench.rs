@@ -4,9 +4,10 @@
 //! |--------------|-------------------------------------------------------------------------------|-------------|
 //! | `codec`      | per (data, dtype, codec incl. RAW, frame size): encode and decode timed with CUDA events on device-resident buffers (median of `--repeats` after `--warmup`), compression ratio, a device-to-device memcpy of the same size as the ceiling, round trip checked bit for bit after timing; a markdown table on stdout, CSV with `--out` | 1 on any failed case or mismatch |
 //! | `crosscheck` | per (size, dtype, data kind, codec): encode on the GPU and on the simulator, frames byte for byte equal; GPU frames decoded on the simulator and simulator frames on the GPU, both bit for bit the data | 1 on any difference |
+//! | `tcp`        | plain TCP over loopback with each `--streams` count of parallel streams (the ceiling of the NET transport on this machine), and with `--net` the NET transport's proxies over the same loopback in the same run (two ranks in this process, host-memory FIFOs, threads as kernels, settings from `ZIPCOLL_NET_*`); GB/s per row (`src/bin/loopback`) | 3 on a socket or transport failure |
 //!
-//! Both need a CUDA device and exit with status 3 (saying why) without one: there is no
-//! fallback to the simulator. Arguments are checked before anything runs (status 2), the
+//! `codec` and `crosscheck` need a CUDA device and exit with status 3 (saying why) without
+//! one: there is no fallback to the simulator; `tcp` needs none. Arguments are checked before anything runs (status 2), the
 //! frame sizes against every dtype. Exit statuses are those of every zipcoll tool
 //! (`src/bin/common`): 0 ok, 1 a check failed, 2 usage error, 3 runtime error, 141 stdout
 //! closed early.
@@ -16,6 +17,8 @@
 //! zipcoll-bench codec --data file:weights.bin --dtype bf16          # one raw little-endian tensor
 //! zipcoll-bench codec --files /tmp/tensors                          # every NAME_<dtype>.bin in a folder
 //! zipcoll-bench crosscheck --sizes 4M,12345
+//! zipcoll-bench tcp --streams 1,2,8 --bytes 1G --net
+//! ZIPCOLL_NET_RATE_LIMIT=500M zipcoll-bench tcp --streams 1 --bytes 64M --net
 //! ```
 //!
 //! GB/s are uncompressed bytes over the median time (1 GB = 10^9 bytes); the ratio is the
@@ -25,6 +28,8 @@
 
 #[path = "common/mod.rs"]
 mod common;
+#[path = "loopback/mod.rs"]
+mod loopback;
 
 use clap::{Args, Parser, Subcommand};
 use common::{say, Fail};
@@ -58,6 +63,37 @@ enum Command {
     /// Checks GPU frames against simulator frames, and decoding across the two.
     #[command(after_help = common::EXIT_STATUSES)]
     Crosscheck(CrossArgs),
+    /// Plain TCP over loopback with N streams, and the NET transport beside it (--net).
+    #[command(after_help = common::EXIT_STATUSES)]
+    Tcp(TcpArgs),
+}
+
+#[derive(Args)]
+struct TcpArgs {
+    /// Parallel TCP streams, one row each.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,8", value_parser = clap::value_parser!(u16).range(1..=256))]
+    streams: Vec<u16>,
+    /// Bytes per row, split evenly over the streams (64M, 1G: powers of 1024).
+    #[arg(long, default_value = "1G", value_parser = parse_size)]
+    bytes: usize,
+    /// Bytes per write and read call.
+    #[arg(long, default_value = "512K", value_parser = parse_size)]
+    chunk: usize,
+    /// SO_SNDBUF and SO_RCVBUF of the TCP streams (0: the kernel's autotuning); the NET row
+    /// takes ZIPCOLL_NET_SOCKET_BUFFER.
+    #[arg(long, default_value = "4M", value_parser = parse_size)]
+    buffer: usize,
+    /// Also the NET transport: rank 0 to rank 1 over its sockets (ZIPCOLL_NET_NTHREADS,
+    /// ZIPCOLL_NET_NSOCKS_PERTHREAD, ZIPCOLL_NET_MIN_PIECE, ZIPCOLL_NET_SOCKET_BUFFER,
+    /// ZIPCOLL_NET_RATE_LIMIT apply).
+    #[arg(long)]
+    net: bool,
+    /// NET: connections (one sending and one receiving kernel thread each).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..))]
+    conns: u16,
+    /// NET: bytes of one FIFO slot (a frame fills it), 64..=64M.
+    #[arg(long, default_value = "512K", value_parser = parse_size)]
+    slot: usize,
 }
 
 #[derive(Args)]
@@ -139,7 +175,35 @@ fn main() -> ExitCode {
     common::exit(match cli.command {
         Command::Codec(args) => run_codec(&args),
         Command::Crosscheck(args) => run_crosscheck(&args),
+        Command::Tcp(args) => run_tcp(&args),
     })
+}
+
+fn run_tcp(args: &TcpArgs) -> Res<()> {
+    if args.chunk == 0 || !(64..=64 << 20).contains(&args.slot) || !args.slot.is_multiple_of(16) {
+        return Err(Fail::Usage(
+            "--chunk must be nonzero and --slot a multiple of 16 in 64..=64M".into(),
+        ));
+    }
+    let net_config = if args.net {
+        Some(zipcoll::transport::net::NetConfig::from_env()?)
+    } else {
+        None
+    };
+    say!("| what | bytes | s | GB/s |");
+    say!("|------|-------|---|------|");
+    let row = |r: loopback::Row| say!("| {} | {} | {:.3} | {:.2} |", r.what, r.bytes, r.seconds, r.gb_per_s());
+    let buffer = (args.buffer > 0).then_some(args.buffer);
+    for &n in &args.streams {
+        let r = loopback::tcp(n.into(), args.bytes as u64, args.chunk, buffer)
+            .map_err(|e| Fail::Runtime(format!("tcp x{n}: {e}")))?;
+        row(r);
+    }
+    if let Some(config) = net_config {
+        let r = loopback::net(&config, args.conns.into(), args.bytes as u64, args.slot).map_err(Fail::Runtime)?;
+        row(r);
+    }
+    Ok(())
 }
 
 /// `--sizes`' values: bytes as [`units::parse_size`] reads them.

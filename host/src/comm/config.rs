@@ -10,7 +10,7 @@
 //! | `channels`     | 64 / 2                     | `ZIPCOLL_CHANNELS`          | warps (each with its own FIFOs) per collective and peer (1..=256) |
 //! | `max_inflight` | 16                         | `ZIPCOLL_MAX_INFLIGHT`      | calls enqueued and not finished (1..=1024; a GPU's call slots) |
 //! | `timeout`      | 60 s / 20 s                | `ZIPCOLL_TIMEOUT_MS`        | how long any wait for a peer may last, in ms (at least 1) |
-//! | `net`          | [`NetConfig::default`]     | `ZIPCOLL_NET_SOCKETS`, `ZIPCOLL_NET_RATE_LIMIT` | sockets per peer, an optional rate limit |
+//! | `net`          | [`NetConfig::default`]     | `ZIPCOLL_NET_NTHREADS`, `ZIPCOLL_NET_NSOCKS_PERTHREAD`, `ZIPCOLL_NET_MIN_PIECE`, `ZIPCOLL_NET_SOCKET_BUFFER`, `ZIPCOLL_NET_RATE_LIMIT` | writer threads and sockets per peer, the smallest piece of a striped frame, socket buffers, an optional rate limit |
 //!
 //! Memory: each rank holds, per peer and channel, one FIFO (`buffer_bytes`) and two staging
 //! buffers of a slot each: `(nranks - 1) x channels x buffer_bytes + nranks x channels x 2 x

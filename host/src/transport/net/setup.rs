@@ -1,9 +1,9 @@
-//! Opening the sockets: a listener per rank, and for each pair of ranks `sockets_per_peer` TCP
-//! streams, each opened by a handshake (the lower rank dials and says HELLO, the higher rank
+//! Opening the sockets: a listener per rank, and for each pair of ranks `sockets` data streams
+//! and a control stream (socket index `sockets`), each opened by a handshake (the lower rank dials and says HELLO, the higher rank
 //! accepts and answers ACK). Connections that do not complete a valid handshake for this
 //! communicator are dropped without disturbing the real ones.
 
-use super::wire::{Handshake, HandshakeKind, HANDSHAKE_BYTES};
+use super::wire::{Handshake, HandshakeKind, Striping, HANDSHAKE_BYTES};
 use crate::error::{Error, Result};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{ErrorKind, Read, Write};
@@ -11,9 +11,10 @@ use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// Connections the acceptor keeps waiting for their handshake at once (older strays are
-/// dropped first).
-const MAX_PENDING: usize = 64;
+/// Connections the acceptor keeps waiting for their handshake at once beyond the ones it
+/// expects (a dialer sends the HELLO of all its sockets before it reads an ACK, so every
+/// expected socket may be pending at once); past that the oldest are dropped first.
+const MAX_STRAYS: usize = 64;
 /// How long the acceptor sleeps when nothing happened.
 const ACCEPT_POLL: Duration = Duration::from_millis(1);
 /// How long a dialer waits before retrying a refused connection.
@@ -56,28 +57,29 @@ impl NetListener {
 struct Setup<'a> {
     my_rank: usize,
     comm_magic: u64,
-    sockets: u32,
+    striping: Striping,
     timeout: Duration,
     deadline: Instant,
     /// Raised when either half fails, so the other gives up at once.
     gave_up: &'a AtomicBool,
 }
 
-/// Opens `sockets` streams to every peer of `peers` (checked: distinct ranks other than
-/// `my_rank`); returns them by peer rank, in socket order.
+/// Opens `striping.sockets + 1` streams to every peer of `peers` (checked: distinct ranks
+/// other than `my_rank`); returns them by peer rank, in socket order (the control socket
+/// last).
 pub(super) fn establish(
     my_rank: usize,
     listener: &NetListener,
     peers: &[(usize, SocketAddr)],
     comm_magic: u64,
-    sockets: usize,
+    striping: Striping,
     timeout: Duration,
 ) -> Result<BTreeMap<usize, Vec<TcpStream>>> {
     let gave_up = AtomicBool::new(false);
     let setup = Setup {
         my_rank,
         comm_magic,
-        sockets: sockets as u32,
+        striping,
         timeout,
         deadline: Instant::now() + timeout,
         gave_up: &gave_up,
@@ -150,23 +152,46 @@ impl Setup<'_> {
             from_rank: self.my_rank as u32,
             to_rank: peer as u32,
             socket,
-            sockets: self.sockets,
+            sockets: self.striping.sockets,
+            min_piece: self.striping.min_piece,
         }
     }
 
+    /// The streams per peer: the data sockets and the control socket.
+    fn streams(&self) -> u32 {
+        self.striping.sockets + 1
+    }
+
+    /// Why a peer whose handshake says `sockets` and `min_piece` cannot talk to this rank, if
+    /// it cannot.
+    fn mismatch(&self, sockets: u32, min_piece: u32) -> Option<String> {
+        let mine = self.striping;
+        (sockets != mine.sockets || min_piece != mine.min_piece).then(|| {
+            format!(
+                "uses {sockets} NET sockets per peer and pieces of at least {min_piece} bytes, rank {} uses {} and {}",
+                self.my_rank, mine.sockets, mine.min_piece
+            )
+        })
+    }
+
     /// Dials every socket of every higher peer, one after the other.
+    /// Every socket of a peer says HELLO before the first ACK is awaited, so the acceptor
+    /// answers them in one pass rather than one poll interval each.
     fn dial_all(&self, peers: &[(usize, SocketAddr)]) -> Result<Streams> {
         let mut out = Vec::new();
         for &(peer, addr) in peers {
-            for socket in 0..self.sockets {
-                out.push(((peer, socket), self.dial(peer, addr, socket)?));
+            let hellos = (0..self.streams())
+                .map(|socket| self.hello(peer, addr, socket))
+                .collect::<Result<Vec<_>>>()?;
+            for (socket, stream) in (0..).zip(hellos) {
+                out.push(((peer, socket), self.ack(peer, addr, socket, stream)?));
             }
         }
         Ok(out)
     }
 
-    /// Connects to `peer` (retrying until the deadline), says HELLO, checks the ACK.
-    fn dial(&self, peer: usize, addr: SocketAddr, socket: u32) -> Result<TcpStream> {
+    /// Connects to `peer` (retrying until the deadline) and says HELLO.
+    fn hello(&self, peer: usize, addr: SocketAddr, socket: u32) -> Result<TcpStream> {
         let what = || format!("rank {peer} at {addr} to accept NET socket {socket}");
         let mut stream = loop {
             let left = self.left(what)?;
@@ -182,23 +207,24 @@ impl Setup<'_> {
         stream
             .write_all(&self.record(HandshakeKind::Hello, peer, socket).encode())
             .map_err(io)?;
+        Ok(stream)
+    }
+
+    /// Reads and checks the ACK of the stream [`Setup::hello`] opened.
+    fn ack(&self, peer: usize, addr: SocketAddr, socket: u32, mut stream: TcpStream) -> Result<TcpStream> {
+        let what = || format!("rank {peer} at {addr} to accept NET socket {socket}");
+        let io = |e: std::io::Error| handshake_error(peer, &what(), self.timeout, e);
         let mut b = [0u8; HANDSHAKE_BYTES];
         stream.read_exact(&mut b).map_err(io)?;
         let remote = |reason: String| Error::Remote { rank: peer, reason };
         let ack = Handshake::decode(&b).map_err(remote)?;
         let expect = Handshake {
-            kind: HandshakeKind::Ack,
-            comm_magic: self.comm_magic,
             from_rank: peer as u32,
             to_rank: self.my_rank as u32,
-            socket,
-            sockets: self.sockets,
+            ..self.record(HandshakeKind::Ack, peer, socket)
         };
-        if ack.sockets != self.sockets {
-            return Err(remote(format!(
-                "uses {} NET sockets per peer, rank {} uses {}",
-                ack.sockets, self.my_rank, self.sockets
-            )));
+        if let Some(why) = self.mismatch(ack.sockets, ack.min_piece) {
+            return Err(remote(why));
         }
         if ack != expect {
             return Err(remote(format!(
@@ -212,7 +238,7 @@ impl Setup<'_> {
     fn accept_all(&self, listener: &TcpListener, from: &BTreeSet<usize>) -> Result<Streams> {
         let mut want: BTreeSet<(usize, u32)> = from
             .iter()
-            .flat_map(|&p| (0..self.sockets).map(move |s| (p, s)))
+            .flat_map(|&p| (0..self.streams()).map(move |s| (p, s)))
             .collect();
         let mut pending: Vec<Pending> = Vec::new();
         let mut out = Vec::new();
@@ -230,7 +256,7 @@ impl Setup<'_> {
                 Ok((stream, _)) => {
                     busy = true;
                     if stream.set_nonblocking(true).is_ok() {
-                        if pending.len() == MAX_PENDING {
+                        if pending.len() >= want.len() + MAX_STRAYS {
                             pending.remove(0);
                         }
                         pending.push(Pending::new(stream));
@@ -287,11 +313,7 @@ impl Setup<'_> {
         if !ours {
             return Admit::Stray;
         }
-        if hello.sockets != self.sockets {
-            let reason = format!(
-                "uses {} NET sockets per peer, rank {} uses {}",
-                hello.sockets, self.my_rank, self.sockets
-            );
+        if let Some(reason) = self.mismatch(hello.sockets, hello.min_piece) {
             return Admit::Mismatch(key, Error::Remote { rank: key.0, reason });
         }
         if want.contains(&key) {
