@@ -538,6 +538,10 @@ fn abort_on_one_rank_stops_the_others(transport: TransportKind, after_abort: Dur
             _ => false,
         };
         assert!(named, "{transport:?} rank {rank}: {e:?}");
+        assert!(
+            e.to_string().contains("its caller aborted the communicator"),
+            "{transport:?} rank {rank}: the error names the root cause: {e}"
+        );
     }
 }
 

@@ -664,10 +664,14 @@ impl Links {
     }
 
     /// Records `cause` as the communicator's first failure where every rank sees it (SIM and
-    /// P2P: rank 0's control block), unless a first failure is recorded already.
+    /// P2P: rank 0's control block), unless a first failure is recorded already; over NET it
+    /// becomes the reason of the ABORT the proxies send (call it before raising the abort word).
     pub fn publish(&self, cause: Cause) {
         if let Some(c) = &self.control {
             c.publish(cause);
+        }
+        if let Some(net) = &self.net {
+            net.set_abort_reason(cause.reason());
         }
     }
 

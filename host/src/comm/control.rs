@@ -45,6 +45,18 @@ pub(crate) enum CauseKind {
     Run,
 }
 
+impl Cause {
+    /// What failed, as the other ranks are told: "its caller aborted the communicator", "its
+    /// launch failed", or the channel's failure with the call and channel.
+    pub fn reason(&self) -> String {
+        match self.kind {
+            CauseKind::Warp { name, channel, failure } => format!("{name} failed on channel {channel}: {failure}"),
+            CauseKind::Caller => "its caller aborted the communicator".into(),
+            CauseKind::Run => "its launch failed".into(),
+        }
+    }
+}
+
 /// A cause as the block's words `RANK..` hold it.
 type CauseWords = [u32; Control::CAUSE_WORDS];
 

@@ -320,11 +320,12 @@ impl Communicator {
     /// [`Communicator::synchronize`] and every later call return [`Error::Aborted`]. Safe from
     /// any thread, also while another one waits in this communicator.
     pub fn abort(&self) {
-        self.links.raise_abort();
+        // the cause first: NET's proxies send it with their ABORT once the word is raised
         self.links.publish(Cause {
             rank: self.rank,
             kind: CauseKind::Caller,
         });
+        self.links.raise_abort();
         self.fail("aborted by the caller".into());
     }
 
@@ -764,13 +765,9 @@ fn cause_error(c: Cause) -> Error {
             channel,
             failure,
         },
-        CauseKind::Caller => Error::Remote {
+        CauseKind::Caller | CauseKind::Run => Error::Remote {
             rank: c.rank,
-            reason: "its caller aborted the communicator".into(),
-        },
-        CauseKind::Run => Error::Remote {
-            rank: c.rank,
-            reason: "its launch failed".into(),
+            reason: c.reason(),
         },
     }
 }

@@ -12,8 +12,8 @@ const ABORT_LIMIT: Duration = Duration::from_secs(1);
 
 /// The abort check on one rank: after a first all_reduce, rank 1 enters a second one and calls
 /// `abort()` 20 ms later; every other rank enqueues 50 and synchronizes, and must get a peer
-/// failure naming rank 1 within [`ABORT_LIMIT`] of the abort (timed from their first call,
-/// which starts with rank 1's), whatever the timeout.
+/// failure naming rank 1 and its caller's abort within [`ABORT_LIMIT`] of the abort (timed
+/// from their first call, which starts with rank 1's), whatever the timeout.
 pub fn abort(comm: Communicator) -> Result<bool, Error> {
     let count = if comm.backend().is_sim() { 1 << 16 } else { 16 << 20 };
     let mut buf = comm.alloc(count * 2)?;
@@ -37,7 +37,7 @@ pub fn abort(comm: Communicator) -> Result<bool, Error> {
     let (ok, what) = match &outcome {
         Ok(()) => (false, "no error: the 50 calls succeeded".to_owned()),
         Err(e) => (
-            matches!(e, Error::Remote { rank: 1, .. }) && took < limit,
+            matches!(e, Error::Remote { rank: 1, reason } if reason.contains("its caller aborted")) && took < limit,
             format!("error `{e}`"),
         ),
     };

@@ -580,6 +580,9 @@ struct Shared {
     /// A failure is recorded.
     failed: AtomicBool,
     failure: Mutex<Option<Failure>>,
+    /// Why this rank stops, when its communicator says ([`NetTransport::set_abort_reason`]):
+    /// the reason its ABORTs carry unless they relay a peer's failure.
+    abort_reason: Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -719,6 +722,7 @@ impl NetTransport {
                 closing: AtomicBool::new(false),
                 failed: AtomicBool::new(false),
                 failure: Mutex::new(None),
+                abort_reason: Mutex::new(None),
             }),
             peers: links,
             threads: Vec::new(),
@@ -917,6 +921,15 @@ impl NetTransport {
             }
         }
         Ok(())
+    }
+
+    /// Says why this rank stops, before the abort word is raised: the ABORT its proxies send
+    /// each peer then carries `reason` (what failed here first, e.g. "its caller aborted the
+    /// communicator") instead of the generic "aborted" or "dropped its NET transport". The
+    /// first reason stays; a peer's failure relayed is still relayed as the peer's.
+    pub fn set_abort_reason(&self, reason: String) {
+        let mut r = self.shared.abort_reason.lock().unwrap_or_else(PoisonError::into_inner);
+        r.get_or_insert(reason);
     }
 
     /// The first failure, if any, as the crate's error: [`Error::Remote`] (a peer failed,

@@ -279,12 +279,17 @@ impl Wire {
 /// After a proxy thread's loop: on a failure or an abrupt stop, tells the peer (ABORT) on
 /// each of `wires` and closes them.
 fn say_goodbye(wires: &mut [Wire], shared: &Shared) {
-    let (origin, reason) = if let Some(f) = shared.failure() {
-        let origin = match &f {
-            Failure::Remote { rank, .. } => *rank,
-            _ => shared.my_rank,
-        };
-        (origin, f.to_error().to_string())
+    let own = shared
+        .abort_reason
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    let (origin, reason) = if let Some(Failure::Remote { rank, reason }) = shared.failure() {
+        (rank, Failure::Remote { rank, reason }.to_error().to_string())
+    } else if let Some(reason) = own {
+        (shared.my_rank, reason)
+    } else if let Some(f) = shared.failure() {
+        (shared.my_rank, f.to_error().to_string())
     } else if shared.stopping() {
         let reason = format!("rank {} dropped its NET transport without shutdown()", shared.my_rank);
         (shared.my_rank, reason)
