@@ -137,6 +137,21 @@ pub unsafe fn copy_to_host_async(stream: &CudaStream, src: u64, dst: &mut [u8]) 
     })
 }
 
+/// Enqueues a copy of `len` bytes from device address `src` to device address `dst` on
+/// `stream` (`cuMemcpyDtoDAsync`): it runs after the stream's earlier work.
+///
+/// # Safety
+/// Both ranges are device memory of `stream`'s context and do not overlap; until the copy has
+/// run both stay allocated, nothing writes `src`'s range and nothing but later work of
+/// `stream` uses `dst`'s.
+pub unsafe fn copy_device_async(stream: &CudaStream, dst: u64, src: u64, len: usize) -> Result<()> {
+    bind(stream.context())?;
+    // SAFETY: the caller guarantees both device ranges until the copy has run.
+    check("cuMemcpyDtoDAsync", unsafe {
+        sys::cuMemcpyDtoDAsync_v2(dst, src, len, stream.cu_stream())
+    })
+}
+
 impl Drop for DeviceAlloc {
     fn drop(&mut self) {
         if bind(&self.ctx).is_ok() {

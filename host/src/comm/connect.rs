@@ -714,6 +714,25 @@ impl Links {
         Ok(())
     }
 
+    /// Copies `len` bytes from `src` to `dst` in this rank's memory, in call order: the
+    /// simulator now (its calls ran at enqueue), a GPU on the device's stream after the calls
+    /// enqueued before.
+    ///
+    /// # Safety
+    /// Both ranges lie in buffers of this communicator ([`Links::check_buffer`]) that stay
+    /// allocated until the copy has run (the caller's next synchronize), and do not overlap.
+    pub unsafe fn copy_within(&self, dst: *mut u8, src: *const u8, len: usize) -> Result<()> {
+        match &self.engine {
+            // SAFETY: the caller's contract: both ranges valid host memory, disjoint.
+            Engine::Sim { .. } => unsafe { std::ptr::copy_nonoverlapping(src, dst, len) },
+            Engine::Cuda { gpu, .. } => {
+                // SAFETY: the caller's contract, on the stream the calls run on.
+                unsafe { crate::cuda_mem::copy_device_async(gpu.stream(), dst as u64, src as u64, len) }?
+            }
+        }
+        Ok(())
+    }
+
     /// Most warps one launch of the `collective` kernel for (`dtype`, `op`) may have: as many
     /// as are resident at once (they wait on each other's FIFOs). The simulator runs every
     /// block on its own thread: [`MAX_WARPS`]; a GPU: what the occupancy API says its

@@ -492,6 +492,105 @@ impl Communicator {
         g.launch(opts)
     }
 
+    /// MPI's `MPI_Alltoallv`, the shape of an MoE dispatch and combine: this rank sends
+    /// `send[q] = (displacement, count)` elements of `src` (from element `displacement`) to
+    /// rank `q`, and receives `recv[q]`'s `count` elements from `q` into `dst` at element
+    /// `recv[q]`'s displacement; every rank calls it. `send[q].1` here must equal `recv[rank].1`
+    /// on `q`, as in MPI (a mismatch fails on the receiver: frames of another length, or its
+    /// timeout; never data in the wrong place); a range with no elements may lie anywhere. It
+    /// runs as one group of sends and receives to
+    /// every peer with a count (deadlock-free; compressed as send/recv are, per `opts`), and the
+    /// part to this rank itself as a copy on the device. Argument errors
+    /// ([`Error::InvalidArgument`], nothing enqueued): lists not of `nranks` entries, a range
+    /// outside its buffer, receive ranges that overlap, a count to itself that differs from
+    /// the one from itself.
+    #[allow(clippy::too_many_arguments)]
+    pub fn all_to_allv(
+        &self,
+        src: &DeviceBuffer,
+        send: &[(usize, usize)],
+        dst: &mut DeviceBuffer,
+        recv: &[(usize, usize)],
+        dtype: DType,
+        opts: Options,
+    ) -> Result<()> {
+        self.check_usable()?;
+        self.links.check_buffer(src)?;
+        self.links.check_buffer(dst)?;
+        let k = self.nranks;
+        if send.len() != k || recv.len() != k {
+            return Err(Error::InvalidArgument(format!(
+                "all_to_allv: {} send and {} receive ranges for {k} ranks",
+                send.len(),
+                recv.len()
+            )));
+        }
+        let size = dtype.size_bytes();
+        // each range as bytes, inside its buffer
+        let bytes_of = |what: &str, q: usize, (at, count): (usize, usize), len: usize| -> Result<(usize, usize)> {
+            if count == 0 {
+                return Ok((0, 0));
+            }
+            let range = at
+                .checked_add(count)
+                .and_then(|end| end.checked_mul(size))
+                .filter(|&end| end <= len)
+                .map(|end| (at * size, end));
+            range.ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "all_to_allv: the {what} range of rank {q} (element {at}, {count} elements) is outside the {len}-byte buffer"
+                ))
+            })
+        };
+        let sends = (0..k)
+            .map(|q| bytes_of("send", q, send[q], src.len()))
+            .collect::<Result<Vec<_>>>()?;
+        let recvs = (0..k)
+            .map(|q| bytes_of("receive", q, recv[q], dst.len()))
+            .collect::<Result<Vec<_>>>()?;
+        let mut sorted: Vec<(usize, usize, usize)> = (0..k)
+            .filter(|&q| recv[q].1 > 0)
+            .map(|q| (recvs[q].0, recvs[q].1, q))
+            .collect();
+        sorted.sort_unstable();
+        if let Some(w) = sorted.windows(2).find(|w| w[0].1 > w[1].0) {
+            return Err(Error::InvalidArgument(format!(
+                "all_to_allv: the receive ranges of ranks {} and {} overlap",
+                w[0].2, w[1].2
+            )));
+        }
+        let me = self.rank;
+        if send[me].1 != recv[me].1 {
+            return Err(Error::InvalidArgument(format!(
+                "all_to_allv: {} elements to this rank itself but {} from it",
+                send[me].1, recv[me].1
+            )));
+        }
+        let (sp, dp) = (src.ptr(), dst.ptr());
+        let mut g = self.group();
+        for q in (0..k).filter(|&q| q != me) {
+            if send[q].1 > 0 {
+                let (lo, hi) = sends[q];
+                g.push(true, sp.wrapping_add(lo), hi - lo, send[q].1, dtype, q)?;
+            }
+            if recv[q].1 > 0 {
+                let (lo, hi) = recvs[q];
+                g.push(false, dp.wrapping_add(lo), hi - lo, recv[q].1, dtype, q)?;
+            }
+        }
+        g.launch(opts)?;
+        let ((s_lo, s_hi), (d_lo, _)) = (sends[me], recvs[me]);
+        if s_hi > s_lo {
+            // SAFETY: both ranges lie inside their buffers (checked above), which are distinct
+            // allocations (`&` and `&mut`), kept by the caller until its next synchronize.
+            unsafe {
+                self.links
+                    .copy_within(dp.wrapping_add(d_lo), sp.wrapping_add(s_lo), s_hi - s_lo)
+            }?;
+        }
+        Ok(())
+    }
+
     /// A group of sends and receives that run together ([`Group::launch`]), so that a send and
     /// a receive to different peers cannot deadlock.
     pub fn group(&self) -> Group<'_> {
