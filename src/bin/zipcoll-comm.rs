@@ -179,6 +179,8 @@ enum CollName {
     Reduce,
     Broadcast,
     AllToAll,
+    #[value(name = "all_to_allv")]
+    AllToAllv,
     SendRecv,
 }
 
@@ -194,6 +196,7 @@ impl CollName {
                 | (CollName::Reduce, Case::Reduce(_))
                 | (CollName::Broadcast, Case::Broadcast(_))
                 | (CollName::AllToAll, Case::AllToAll)
+                | (CollName::AllToAllv, Case::AllToAllv)
                 | (CollName::SendRecv, Case::Shift)
         )
     }
@@ -305,10 +308,17 @@ enum Case {
     Reduce(usize),
     Broadcast(usize),
     AllToAll,
+    /// Uneven counts: rank `r` sends [`Case::uneven`]`(count, r, q)` elements to `q`.
+    AllToAllv,
     Shift,
 }
 
 impl Case {
+    /// The elements all_to_allv's rank `from` sends `to` for `count`: 0 to `count`, uneven.
+    fn uneven(count: usize, from: usize, to: usize) -> usize {
+        count * ((from + 2 * to) % 3) / 2
+    }
+
     fn all(k: usize) -> Vec<Case> {
         let mut cases = vec![
             Case::AllReduce(Algorithm::Ring),
@@ -318,6 +328,7 @@ impl Case {
             Case::Reduce(k - 1),
             Case::Broadcast(k / 2),
             Case::AllToAll,
+            Case::AllToAllv,
         ];
         // a shift sends to another rank: there is none with one rank
         if k > 1 {
@@ -331,7 +342,7 @@ impl Case {
         match self {
             Case::AllGather => (count, k * count),
             Case::ReduceScatter => (k * count, count),
-            Case::AllToAll => (k * count, k * count),
+            Case::AllToAll | Case::AllToAllv => (k * count, k * count),
             _ => (count, count),
         }
     }
@@ -344,6 +355,7 @@ impl Case {
             Case::Reduce(r) => format!("reduce_root{r}"),
             Case::Broadcast(r) => format!("broadcast_root{r}"),
             Case::AllToAll => "all_to_all".into(),
+            Case::AllToAllv => "all_to_allv".into(),
             Case::Shift => "send_recv_shift".into(),
         }
     }
@@ -373,6 +385,12 @@ impl Case {
             Case::Reduce(root) => comm.reduce(oop(&mut dst), count, dtype, op, root, opts)?,
             Case::Broadcast(root) => comm.broadcast(oop(&mut dst), count, dtype, root, opts)?,
             Case::AllToAll => comm.all_to_all(oop(&mut dst), count, dtype, opts)?,
+            Case::AllToAllv => {
+                // block q of the input goes to rank q, block q of the output comes from it
+                let send: Vec<_> = (0..k).map(|q| (q * count, Case::uneven(count, r, q))).collect();
+                let recv: Vec<_> = (0..k).map(|q| (q * count, Case::uneven(count, q, r))).collect();
+                comm.all_to_allv(&src, &send, &mut dst, &recv, dtype, opts)?
+            }
             Case::Shift => {
                 let mut g = comm.group();
                 g.send(&src, count, dtype, (r + 1) % k)?;
@@ -399,6 +417,17 @@ impl Case {
             Case::Reduce(_) => return Ok(vec![0; inputs[rank].len()]),
             Case::Broadcast(root) => CollRef::Broadcast { root },
             Case::AllToAll => CollRef::AllToAll { rank },
+            Case::AllToAllv => {
+                // the output starts zeroed: only the received ranges are written
+                let (size, count) = (dtype.size_bytes(), inputs[rank].len() / dtype.size_bytes() / k);
+                let mut out = vec![0u8; inputs[rank].len()];
+                for (q, input) in inputs.iter().enumerate() {
+                    let n = Case::uneven(count, q, rank) * size;
+                    let (at, from) = (q * count * size, rank * count * size);
+                    out[at..at + n].copy_from_slice(&input[from..from + n]);
+                }
+                return Ok(out);
+            }
             Case::Shift => return Ok(inputs[(rank + k - 1) % k].clone()),
         };
         collective(c, dtype, op, inputs)
