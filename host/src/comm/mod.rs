@@ -129,6 +129,12 @@ pub enum Data<'a> {
         /// The output.
         dst: &'a mut DeviceBuffer,
     },
+    /// An input alone: a reduce on a rank that is not the root, whose output is not written.
+    Input(&'a DeviceBuffer),
+    /// An output alone: a broadcast on a rank that is not the root, whose input is not read.
+    /// Under Auto such a rank forwards what it receives as the size alone decides (RAW unless
+    /// the gate picks a codec without a sample): it has no input to sample.
+    Output(&'a mut DeviceBuffer),
 }
 
 /// What [`Lossless::Auto`] decides for a call, and from what ([`Communicator::auto_plan`]).
@@ -451,7 +457,8 @@ impl Communicator {
         self.collective(Coll::ReduceScatter, data, count, dtype, op, 0, opts)
     }
 
-    /// Reduce of `count` elements into `root`'s output (other ranks' outputs are untouched).
+    /// Reduce of `count` elements into `root`'s output (other ranks' outputs are untouched; a
+    /// rank other than the root may pass [`Data::Input`], no output at all).
     pub fn reduce(
         &self,
         data: Data<'_>,
@@ -464,7 +471,8 @@ impl Communicator {
         self.collective(Coll::Reduce, data, count, dtype, op, root, opts)
     }
 
-    /// Broadcast of `root`'s `count` input elements into every rank's output.
+    /// Broadcast of `root`'s `count` input elements into every rank's output. A rank other
+    /// than the root may pass [`Data::Output`] (its input is not read).
     pub fn broadcast(&self, data: Data<'_>, count: usize, dtype: DType, root: usize, opts: Options) -> Result<()> {
         self.collective(Coll::Broadcast, data, count, dtype, ReduceOp::Sum, root, opts)
     }
@@ -677,10 +685,18 @@ impl Communicator {
 
     /// The codec a call sends with (`Raw`: compression off), for `n` input elements at `src`
     /// cut into frames of `fe`.
+    /// The codec of a call sending `n` elements from `src` (null: nothing to sample, so Auto
+    /// decides from the size alone or sends RAW).
     fn codec_for(&self, opts: Options, dtype: DType, src: *const u8, n: usize, fe: usize) -> Result<CodecId> {
         match opts.compression.unwrap_or(self.config.compression) {
             Compression::Off => Ok(CodecId::Raw),
             Compression::Lossless(Lossless::Force(c)) => Ok(c),
+            Compression::Lossless(Lossless::Auto) if src.is_null() => {
+                let link = self.link_model();
+                let arbiter = Arbiter::new(link);
+                let gate = dispatch_dtype!(dtype, |T| arbiter.gate::<T>(n, fe, u64::MAX));
+                Ok(gate.map_or(CodecId::Raw, |plan| AutoPlan { link, plan }.codec()))
+            }
             Compression::Lossless(Lossless::Auto) => self.auto(dtype, src, n, fe).map(|a| a.codec()),
         }
     }
@@ -777,6 +793,25 @@ impl Communicator {
                 check_len("input", src.len(), in_bytes)?;
                 check_len("output", dst.len(), out_bytes)?;
                 (src.ptr().cast_const(), dst.ptr())
+            }
+            // the kernels neither read nor write a buffer a rank does not use (null is allowed)
+            Data::Input(src) if coll == Coll::Reduce && self.rank != root => {
+                self.links.check_buffer(src)?;
+                check_len("input", src.len(), in_bytes)?;
+                (src.ptr().cast_const(), std::ptr::null_mut())
+            }
+            Data::Output(dst) if coll == Coll::Broadcast && self.rank != root => {
+                self.links.check_buffer(dst)?;
+                check_len("output", dst.len(), out_bytes)?;
+                (std::ptr::null(), dst.ptr())
+            }
+            Data::Input(_) | Data::Output(_) => {
+                return Err(Error::InvalidArgument(format!(
+                    "an input or an output alone serves only a reduce on a rank other than the root (input) or a \
+                     broadcast on a rank other than the root (output); this is {} on rank {} with root {root}",
+                    coll_name(coll),
+                    self.rank
+                )))
             }
         };
         let n = in_bytes / size.max(1);
