@@ -1,5 +1,8 @@
 //! Buffers that collectives read and write, in the memory of the communicator's device: host
-//! memory for the simulator, device memory for a GPU.
+//! memory for the simulator, device memory for a GPU. A [`DeviceBuffer`] is either memory the
+//! communicator allocated ([`crate::comm::Communicator::alloc`]) or, through a
+//! [`DeviceSlice`], a view of memory the caller owns (a cudarc `CudaSlice`, a raw device
+//! pointer, a host slice for the simulator), which every call takes as it takes its own.
 //!
 //! Their copies are ordered with the communicator's calls: on a GPU they go on the same stream
 //! (the device's), on the simulator the calls have run by the time they return.
@@ -33,6 +36,100 @@ pub struct DeviceBuffer {
 enum Mem {
     Host(HostBytes),
     Cuda(crate::comm::cuda_mem::CudaBuffer),
+    /// The caller's memory ([`DeviceSlice`]), `host` for the simulator's.
+    View {
+        ptr: *mut u8,
+        len: usize,
+        host: bool,
+    },
+}
+
+// SAFETY: a view is a pointer the caller vouched for (`DeviceSlice`'s constructors): nothing
+// here accesses it except the calls it is passed to and, for host memory, the copies, which
+// its borrow orders.
+unsafe impl Send for Mem {}
+// SAFETY: as above; `&self` methods only read through it.
+unsafe impl Sync for Mem {}
+
+/// A view of memory the caller owns, usable wherever a [`DeviceBuffer`] is (it dereferences
+/// to one), for `'a`: a cudarc `CudaSlice` or a raw device pointer for a GPU communicator, a
+/// host slice for a simulated one (each call checks that the memory is its device's).
+///
+/// Calls are asynchronous: the memory must stay allocated and untouched by others until the
+/// communicator's next [`crate::comm::Communicator::synchronize`], as NCCL's buffers until the
+/// stream synchronizes. The communicator's calls are not ordered with work on other streams:
+/// synchronize the stream that wrote the memory before the call.
+///
+/// [`DeviceBuffer::copy_from_host`] and [`DeviceBuffer::to_host`] work on host views; a
+/// device view's owner copies with its own API (an [`Error::InvalidArgument`] otherwise).
+///
+/// ```
+/// use zipcoll_host::comm::{run_sim, Config, Data, DeviceSlice, Options};
+/// use zipcoll_host::{DType, ReduceOp};
+/// let sums = run_sim(2, Config::sim(), |comm| {
+///     let mut mine: Vec<u8> = 1.5f32.to_le_bytes().repeat(4);
+///     let mut view = DeviceSlice::host(&mut mine);
+///     comm.all_reduce(Data::InPlace(&mut view), 4, DType::F32, ReduceOp::Sum, Options::default())?;
+///     comm.synchronize()?;
+///     drop(view);
+///     Ok(mine)
+/// })?;
+/// assert_eq!(sums[1], 3.0f32.to_le_bytes().repeat(4));
+/// # Ok::<(), zipcoll_host::Error>(())
+/// ```
+pub struct DeviceSlice<'a> {
+    buf: DeviceBuffer,
+    _borrow: std::marker::PhantomData<&'a mut [u8]>,
+}
+
+impl<'a> DeviceSlice<'a> {
+    /// A host slice, for a simulated communicator.
+    pub fn host(bytes: &'a mut [u8]) -> DeviceSlice<'a> {
+        DeviceSlice::view(bytes.as_mut_ptr(), bytes.len(), true)
+    }
+
+    /// The bytes of a cudarc slice, for a communicator on its GPU (checked at each call).
+    pub fn cuda<T>(slice: &'a mut cudarc::driver::CudaSlice<T>) -> DeviceSlice<'a> {
+        use cudarc::driver::DevicePtrMut;
+        let bytes = slice.num_bytes();
+        let stream = std::sync::Arc::clone(slice.stream());
+        // the guard records the slice's use on its own stream; the communicator's calls are
+        // ordered by the caller (see the type's docs)
+        let (ptr, _record) = slice.device_ptr_mut(&stream);
+        DeviceSlice::view(ptr as *mut u8, bytes, false)
+    }
+
+    /// `len` bytes of device memory at `ptr`.
+    ///
+    /// # Safety
+    /// `ptr .. ptr + len` is CUDA device memory (of the communicator's GPU: each call checks the
+    /// device of `ptr`) that stays allocated, and that nothing else accesses while a call uses
+    /// it, for `'a` and until the communicator's next synchronize.
+    pub unsafe fn cuda_raw(ptr: u64, len: usize) -> DeviceSlice<'a> {
+        DeviceSlice::view(ptr as *mut u8, len, false)
+    }
+
+    fn view(ptr: *mut u8, len: usize, host: bool) -> DeviceSlice<'a> {
+        DeviceSlice {
+            buf: DeviceBuffer {
+                mem: Mem::View { ptr, len, host },
+            },
+            _borrow: std::marker::PhantomData,
+        }
+    }
+}
+
+impl std::ops::Deref for DeviceSlice<'_> {
+    type Target = DeviceBuffer;
+    fn deref(&self) -> &DeviceBuffer {
+        &self.buf
+    }
+}
+
+impl std::ops::DerefMut for DeviceSlice<'_> {
+    fn deref_mut(&mut self) -> &mut DeviceBuffer {
+        &mut self.buf
+    }
 }
 
 impl DeviceBuffer {
@@ -52,6 +149,7 @@ impl DeviceBuffer {
         match &self.mem {
             Mem::Host(h) => h.len(),
             Mem::Cuda(c) => c.len(),
+            Mem::View { len, .. } => *len,
         }
     }
 
@@ -62,7 +160,7 @@ impl DeviceBuffer {
 
     /// Whether it is host memory (usable by the simulator backends).
     pub fn is_host(&self) -> bool {
-        matches!(self.mem, Mem::Host(_))
+        matches!(self.mem, Mem::Host(_) | Mem::View { host: true, .. })
     }
 
     /// Overwrites the first `data.len()` bytes, after every call enqueued before (and before
@@ -82,6 +180,12 @@ impl DeviceBuffer {
             // collective uses the buffer meanwhile.
             Mem::Host(h) => unsafe { h.write(data) },
             Mem::Cuda(c) => c.write(data)?,
+            // SAFETY: the view's borrow (`&mut self` through the `DeviceSlice`) and the
+            // simulator's calls having run exclude every other access; `data` fits (checked).
+            Mem::View { ptr, host: true, .. } => unsafe {
+                std::ptr::copy_nonoverlapping(data.as_ptr(), *ptr, data.len())
+            },
+            Mem::View { .. } => return Err(device_view()),
         }
         Ok(())
     }
@@ -95,6 +199,9 @@ impl DeviceBuffer {
             // `&self` excludes a running call that writes the buffer.
             Mem::Host(h) => Ok(unsafe { h.read() }),
             Mem::Cuda(c) => c.read(),
+            // SAFETY: `len` readable bytes (the view's constructor); no call runs (as above).
+            Mem::View { ptr, len, host: true } => Ok(unsafe { std::slice::from_raw_parts(*ptr, *len) }.to_vec()),
+            Mem::View { .. } => Err(device_view()),
         }
     }
 
@@ -103,6 +210,14 @@ impl DeviceBuffer {
         match &self.mem {
             Mem::Host(h) => h.ptr(),
             Mem::Cuda(c) => c.ptr() as *mut u8,
+            Mem::View { ptr, .. } => *ptr,
         }
     }
+}
+
+/// The error of a host copy into or out of a view of the caller's device memory.
+fn device_view() -> Error {
+    Error::InvalidArgument(
+        "a view of the caller's device memory: copy with the API that owns it, ordered before the call".into(),
+    )
 }

@@ -73,7 +73,7 @@ pub mod launch;
 mod plan;
 
 pub use bootstrap::{Bootstrap, UniqueId};
-pub use buffer::DeviceBuffer;
+pub use buffer::{DeviceBuffer, DeviceSlice};
 pub use config::{Compression, Config, Lossless, TransportKind};
 
 use crate::backend::Backend;
