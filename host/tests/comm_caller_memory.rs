@@ -4,6 +4,7 @@
 //! | test | what |
 //! |------|------|
 //! | `calls_take_views_of_the_caller_s_memory` | 1-4 ranks: all_reduce in place on a view of part of a caller's vector, out of place from a view into a communicator buffer and back, all_gather into a view: exact results, bytes outside the views untouched |
+//! | `views_that_overlap_other_than_in_place_are_refused` | raw views of one vector: a shifted output is `InvalidArgument` (the communicator works after), the in-place layout through two views runs |
 //! | `a_device_view_on_a_simulated_communicator_is_refused` | a raw device view: `InvalidArgument` from the call (the communicator works after) and from its host copies |
 
 use zipcoll_host::comm::{run_sim, Config, Data, DeviceSlice, Options};
@@ -127,4 +128,51 @@ fn a_device_view_on_a_simulated_communicator_is_refused() {
         comm.synchronize()
     })
     .unwrap();
+}
+
+#[test]
+fn views_that_overlap_other_than_in_place_are_refused() {
+    let got = run_sim(2, Config::sim(), |comm| {
+        let (me, o) = (comm.rank(), Options::default());
+        let mut mine = bytes(input(me));
+        mine.extend([0u8; 8]);
+        let p = mine.as_mut_ptr();
+        // SAFETY: the views lie in `mine`, which outlives them and is not touched while they
+        // live; the call that could write through two of them is refused, and the in-place one
+        // reads and writes the same bytes.
+        let (src, mut shifted, mut same) = unsafe {
+            (
+                DeviceSlice::host_raw(p, 4 * N),
+                DeviceSlice::host_raw(p.add(4), 4 * N),
+                DeviceSlice::host_raw(p, 4 * N),
+            )
+        };
+        let shift = Data::OutOfPlace {
+            src: &src,
+            dst: &mut shifted,
+        };
+        match comm.all_reduce(shift, N, DType::F32, ReduceOp::Sum, o) {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains("overlap"), "{m}"),
+            other => panic!("rank {me}: {other:?}"),
+        }
+        comm.all_reduce(
+            Data::OutOfPlace {
+                src: &src,
+                dst: &mut same,
+            },
+            N,
+            DType::F32,
+            ReduceOp::Sum,
+            o,
+        )?;
+        comm.synchronize()?;
+        drop((src, shifted, same));
+        mine.truncate(4 * N);
+        Ok(mine)
+    })
+    .unwrap();
+    let sum: Vec<f32> = (0..N).map(|i| input(0)[i] + input(1)[i]).collect();
+    for out in got {
+        assert_eq!(f32s(&out), sum);
+    }
 }

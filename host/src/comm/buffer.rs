@@ -88,6 +88,15 @@ impl<'a> DeviceSlice<'a> {
         DeviceSlice::view(bytes.as_mut_ptr(), bytes.len(), true)
     }
 
+    /// `len` bytes of host memory at `ptr`, for a simulated communicator (e.g. from a C caller).
+    ///
+    /// # Safety
+    /// `ptr .. ptr + len` is host memory that stays allocated, and that nothing else accesses
+    /// while a call or a copy uses it, for `'a`.
+    pub unsafe fn host_raw(ptr: *mut u8, len: usize) -> DeviceSlice<'a> {
+        DeviceSlice::view(ptr, len, true)
+    }
+
     /// The bytes of a cudarc slice, for a communicator on its GPU (checked at each call).
     pub fn cuda<T>(slice: &'a mut cudarc::driver::CudaSlice<T>) -> DeviceSlice<'a> {
         use cudarc::driver::DevicePtrMut;

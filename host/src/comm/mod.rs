@@ -792,6 +792,23 @@ impl Communicator {
                 self.links.check_buffer(dst)?;
                 check_len("input", src.len(), in_bytes)?;
                 check_len("output", dst.len(), out_bytes)?;
+                // views of the caller's memory may meet: only as the in-place layout (what the
+                // kernels would reject, and fail the communicator for, is refused here)
+                let (s, d) = (src.ptr() as usize, dst.ptr() as usize);
+                let in_place = match coll {
+                    Coll::RingAllReduce | Coll::TwoShotAllReduce => Some(s),
+                    Coll::AllGather => s.checked_sub(self.rank * block),
+                    Coll::ReduceScatter => s.checked_add(self.rank * block),
+                    Coll::Reduce | Coll::Broadcast if self.rank == root => Some(s),
+                    _ => None,
+                };
+                let touched = !matches!(coll, Coll::Reduce | Coll::Broadcast) || self.rank == root;
+                if touched && s < d.saturating_add(out_bytes) && d < s.saturating_add(in_bytes) && in_place != Some(d) {
+                    return Err(Error::InvalidArgument(format!(
+                        "{}: the input and the output overlap other than in place",
+                        coll_name(coll)
+                    )));
+                }
                 (src.ptr().cast_const(), dst.ptr())
             }
             // the kernels neither read nor write a buffer a rank does not use (null is allowed)
