@@ -7,20 +7,11 @@
 //! | `views_that_overlap_other_than_in_place_are_refused` | raw views of one vector: a shifted output is `InvalidArgument` (the communicator works after), the in-place layout through two views runs |
 //! | `a_device_view_on_a_simulated_communicator_is_refused` | a raw device view: `InvalidArgument` from the call (the communicator works after) and from its host copies |
 
+use super::{f32_bytes, f32s};
 use zipcoll_host::comm::{run_sim, Config, Data, DeviceSlice, Options};
 use zipcoll_host::{DType, Error, ReduceOp};
 
 const N: usize = 777;
-
-fn f32s(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
-fn bytes(v: impl IntoIterator<Item = f32>) -> Vec<u8> {
-    v.into_iter().flat_map(|x| x.to_le_bytes()).collect()
-}
 
 /// Rank `r`'s input: small integers (every order of summation is exact).
 fn input(r: usize) -> Vec<f32> {
@@ -34,13 +25,13 @@ fn calls_take_views_of_the_caller_s_memory() {
             let (me, o) = (comm.rank(), Options::default());
             // in place, on a view of the middle of the caller's vector
             let mut mine = vec![0xEEu8; 4 * N + 24];
-            mine[8..8 + 4 * N].copy_from_slice(&bytes(input(me)));
+            mine[8..8 + 4 * N].copy_from_slice(&f32_bytes(&input(me)));
             let mut view = DeviceSlice::host(&mut mine[8..8 + 4 * N]);
             comm.all_reduce(Data::InPlace(&mut view), N, DType::F32, ReduceOp::Sum, o)?;
             comm.synchronize()?;
             drop(view);
             // out of place: a view in, a communicator buffer out, and back into another view
-            let mut src = bytes(input(me));
+            let mut src = f32_bytes(&input(me));
             let src_view = DeviceSlice::host(&mut src);
             let mut max = comm.alloc(4 * N)?;
             comm.all_reduce(
@@ -134,7 +125,7 @@ fn a_device_view_on_a_simulated_communicator_is_refused() {
 fn views_that_overlap_other_than_in_place_are_refused() {
     let got = run_sim(2, Config::sim(), |comm| {
         let (me, o) = (comm.rank(), Options::default());
-        let mut mine = bytes(input(me));
+        let mut mine = f32_bytes(&input(me));
         mine.extend([0u8; 8]);
         let p = mine.as_mut_ptr();
         // SAFETY: the views lie in `mine`, which outlives them and is not touched while they

@@ -5,6 +5,7 @@
 //! | `split_by_parity_ranks_by_key` | 2..=8 ranks split by `rank % 2` with keys that reverse the order (and rank 1 with no color): each new rank is its place by key, an all_reduce in each new communicator is its members' exact sum, and the parent still works after it |
 //! | `a_split_of_a_split` | 8 ranks -> halves -> quarters; an all_gather in a quarter holds its members' data in key order |
 
+use super::{f32_bytes as bytes, f32s};
 use zipcoll_host::comm::{run_sim, Communicator, Config, Data, Options};
 use zipcoll_host::{DType, ReduceOp, Result};
 
@@ -13,16 +14,6 @@ const N: usize = 200;
 /// Rank `who`'s input: small integers, so every order of summation is exact.
 fn input(who: usize) -> Vec<f32> {
     (0..N).map(|i| (i + 100 * who) as f32).collect()
-}
-
-fn bytes(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn f32s(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
 }
 
 /// A sum all_reduce of `input(tag)` over `comm`.

@@ -6,6 +6,7 @@
 //! | `reduce_and_broadcast_need_no_unused_buffer` | 1-5 ranks, every root, compression off and Auto: the root's reduce equals the exact sum; every rank's broadcast output is the root's input |
 //! | `a_buffer_alone_elsewhere_is_an_argument_error` | `Input` on the root, `Output` on a broadcast's root, either for another collective: `InvalidArgument`, and the communicator works after |
 
+use super::f32_bytes as bytes;
 use zipcoll_host::comm::{run_sim, Compression, Config, Data, Lossless, Options};
 use zipcoll_host::{DType, Error, ReduceOp};
 
@@ -14,10 +15,6 @@ const N: usize = 3000;
 /// Rank `r`'s input: small integers (every order of summation is exact).
 fn input(r: usize) -> Vec<f32> {
     (0..N).map(|i| ((i * 7 + r * 13) % 50) as f32).collect()
-}
-
-fn bytes(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
 #[test]

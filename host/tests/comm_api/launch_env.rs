@@ -8,6 +8,7 @@
 //! | `bad_variables_are_argument_errors_naming_them` | non-numbers, a rank not below the ranks, a missing size, no root, port overflow |
 //! | `the_magic_tells_jobs_apart` | two jobs at one root address (run ids differ) get different ids, one job the same on every rank |
 
+use super::f32s;
 use std::collections::HashMap;
 use std::net::TcpListener;
 use zipcoll_host::comm::launch::rank_env_from;
@@ -59,13 +60,6 @@ fn vars(launcher: &str, rank: usize, nranks: usize, port: u16) -> HashMap<String
 
 fn lookup(vars: &HashMap<String, String>) -> impl Fn(&str) -> Option<String> + '_ {
     |name| vars.get(name).cloned()
-}
-
-fn f32s(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
 }
 
 #[test]
