@@ -599,12 +599,14 @@ impl Communicator {
         Ok(())
     }
 
-    /// A group of sends and receives that run together ([`Group::launch`]), so that a send and
-    /// a receive to different peers cannot deadlock.
+    /// A group of collectives, sends and receives that run together ([`Group::launch`]), so
+    /// that a send and a receive to different peers cannot deadlock.
     pub fn group(&self) -> Group<'_> {
         Group {
             comm: self,
             ops: Vec::new(),
+            colls: Vec::new(),
+            _buffers: std::marker::PhantomData,
         }
     }
 
@@ -758,6 +760,21 @@ impl Communicator {
         root: usize,
         opts: Options,
     ) -> Result<()> {
+        let call = self.prepare(coll, data, count, dtype, op, root)?;
+        self.submit(call, opts)
+    }
+
+    /// Checks a collective's arguments (nothing is enqueued; an error leaves the communicator
+    /// as it was) and resolves its buffers.
+    fn prepare(
+        &self,
+        coll: Coll,
+        data: Data<'_>,
+        count: usize,
+        dtype: DType,
+        op: ReduceOp,
+        root: usize,
+    ) -> Result<Prepared> {
         self.check_usable()?;
         let (k, size) = (self.nranks, dtype.size_bytes());
         if root >= k {
@@ -831,20 +848,34 @@ impl Communicator {
                 )))
             }
         };
-        let n = in_bytes / size.max(1);
-        self.enqueue(
-            coll_name(coll),
+        Ok(Prepared {
+            coll,
+            src,
+            dst,
+            count,
             dtype,
             op,
-            || self.codec_for(opts, dtype, src, n, self.frame_elems(dtype, count)),
+            root,
+            n: in_bytes / size.max(1),
+        })
+    }
+
+    /// Enqueues a prepared collective with `opts`.
+    fn submit(&self, c: Prepared, opts: Options) -> Result<()> {
+        let fe = self.frame_elems(c.dtype, c.count);
+        self.enqueue(
+            coll_name(c.coll),
+            c.dtype,
+            c.op,
+            || self.codec_for(opts, c.dtype, c.src, c.n, fe),
             |fabric| {
                 let args = CollArgs {
-                    coll,
-                    root,
-                    src,
-                    dst,
-                    count: count as u64,
-                    frame_elems: self.frame_elems(dtype, count) as u64,
+                    coll: c.coll,
+                    root: c.root,
+                    src: c.src,
+                    dst: c.dst,
+                    count: c.count as u64,
+                    frame_elems: fe as u64,
                 };
                 Plan::collective(fabric, args)
             },
@@ -923,11 +954,29 @@ fn cause_error(c: Cause) -> Error {
     }
 }
 
-/// Sends and receives that run together (see [`Communicator::group`]). The buffers stay
-/// borrowed until [`Group::launch`].
+/// A collective whose arguments were checked, with its buffers' addresses (the borrows that
+/// keep them alive are the caller's: the call's, or the [`Group`]'s).
+#[derive(Clone, Copy)]
+struct Prepared {
+    coll: Coll,
+    src: *const u8,
+    dst: *mut u8,
+    count: usize,
+    dtype: DType,
+    op: ReduceOp,
+    root: usize,
+    /// Input elements (what Auto samples).
+    n: usize,
+}
+
+/// Collectives, sends and receives that run together, as between NCCL's `ncclGroupStart` and
+/// `ncclGroupEnd` (see [`Communicator::group`]). The buffers stay borrowed until
+/// [`Group::launch`].
 pub struct Group<'a> {
     comm: &'a Communicator,
     ops: Vec<(DType, P2pOp)>,
+    colls: Vec<Prepared>,
+    _buffers: std::marker::PhantomData<&'a mut DeviceBuffer>,
 }
 
 impl<'a> Group<'a> {
@@ -958,6 +1007,57 @@ impl<'a> Group<'a> {
         Ok(())
     }
 
+    /// Adds an all_reduce with `algorithm` ([`Communicator::all_reduce`]). Each collective's
+    /// arguments are checked when it is added.
+    pub fn all_reduce(
+        &mut self,
+        data: Data<'a>,
+        count: usize,
+        dtype: DType,
+        op: ReduceOp,
+        algorithm: Algorithm,
+    ) -> Result<()> {
+        let coll = match algorithm {
+            Algorithm::Ring => Coll::RingAllReduce,
+            Algorithm::TwoShot => Coll::TwoShotAllReduce,
+        };
+        self.collective(coll, data, count, dtype, op, 0)
+    }
+
+    /// Adds an all_gather ([`Communicator::all_gather`]).
+    pub fn all_gather(&mut self, data: Data<'a>, count: usize, dtype: DType) -> Result<()> {
+        self.collective(Coll::AllGather, data, count, dtype, ReduceOp::Sum, 0)
+    }
+
+    /// Adds a reduce_scatter ([`Communicator::reduce_scatter`]).
+    pub fn reduce_scatter(&mut self, data: Data<'a>, count: usize, dtype: DType, op: ReduceOp) -> Result<()> {
+        self.collective(Coll::ReduceScatter, data, count, dtype, op, 0)
+    }
+
+    /// Adds a reduce to `root` ([`Communicator::reduce`]).
+    pub fn reduce(&mut self, data: Data<'a>, count: usize, dtype: DType, op: ReduceOp, root: usize) -> Result<()> {
+        self.collective(Coll::Reduce, data, count, dtype, op, root)
+    }
+
+    /// Adds a broadcast from `root` ([`Communicator::broadcast`]).
+    pub fn broadcast(&mut self, data: Data<'a>, count: usize, dtype: DType, root: usize) -> Result<()> {
+        self.collective(Coll::Broadcast, data, count, dtype, ReduceOp::Sum, root)
+    }
+
+    fn collective(
+        &mut self,
+        coll: Coll,
+        data: Data<'a>,
+        count: usize,
+        dtype: DType,
+        op: ReduceOp,
+        root: usize,
+    ) -> Result<()> {
+        let c = self.comm.prepare(coll, data, count, dtype, op, root)?;
+        self.colls.push(c);
+        Ok(())
+    }
+
     /// Adds a send of `count` elements of `buf` to `peer`.
     pub fn send(&mut self, buf: &'a DeviceBuffer, count: usize, dtype: DType, peer: usize) -> Result<()> {
         self.comm.links.check_buffer(buf)?;
@@ -970,8 +1070,12 @@ impl<'a> Group<'a> {
         self.push(false, buf.ptr(), buf.len(), count, dtype, peer)
     }
 
-    /// Enqueues the group: one launch per dtype, in `DType` order on every rank (a send and
-    /// its receive have the same dtype, so they meet in the same launch).
+    /// Enqueues the group: its collectives first, in the order they were added (every rank
+    /// adds the same ones in the same order, as NCCL asks), each its own launch; then its sends
+    /// and receives, one launch per dtype, in `DType` order on every rank (a send and its
+    /// receive have the same dtype, so they meet in the same launch). `opts` applies to every
+    /// operation. A send/recv launch that cannot be resident is refused before anything of the
+    /// group is enqueued.
     pub fn launch(self, opts: Options) -> Result<()> {
         let comm = self.comm;
         comm.check_usable()?;
@@ -987,6 +1091,9 @@ impl<'a> Group<'a> {
                 dtype,
                 ReduceOp::Sum,
             )?;
+        }
+        for c in &self.colls {
+            comm.submit(*c, opts)?;
         }
         for dtype in dtypes {
             let ops = of(dtype);

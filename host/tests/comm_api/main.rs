@@ -9,9 +9,11 @@
 //! | `all_to_allv` | uneven all_to_all |
 //! | `rooted` | reduce and broadcast with a buffer only where a rank uses one |
 //! | `caller_memory` | `DeviceSlice`: views of the caller's memory in every call |
+//! | `group` | groups that hold collectives besides sends and receives |
 
 mod all_to_allv;
 mod caller_memory;
+mod group;
 mod launch_env;
 mod lifecycle;
 mod rooted;
