@@ -223,6 +223,35 @@ impl Communicator {
         })
     }
 
+    /// NCCL's `ncclCommInitAll`: one communicator per entry of `devices`, all in this process,
+    /// rank `r` on `devices[r]` (the simulator, or CUDA GPUs; a GPU may appear more than once),
+    /// each with `config`. The ranks are initialized side by side (a rendezvous needs them
+    /// all). Ranks of one process reach each other over SIM on the simulator; on GPUs, CUDA IPC
+    /// does not map memory within the process that exported it, so `Auto`'s P2P attempt is
+    /// meant to fall back to NET there ([`Communicator::transport_info`] says which it chose;
+    /// not yet run on a GPU). The first rank's error, if any.
+    pub fn init_all(devices: &[Backend], config: Config) -> Result<Vec<Communicator>> {
+        let id = UniqueId::new()?;
+        let n = devices.len();
+        std::thread::scope(|s| {
+            let ranks: Vec<_> = devices
+                .iter()
+                .enumerate()
+                .map(|(rank, &device)| {
+                    let (id, config) = (&id, config.clone());
+                    s.spawn(move || Communicator::init_with(id, rank, n, device, config))
+                })
+                .collect();
+            ranks
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::Sim("a rank's initialization panicked".into())))
+                })
+                .collect()
+        })
+    }
+
     /// This rank.
     pub fn rank(&self) -> usize {
         self.rank
