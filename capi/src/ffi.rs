@@ -1,0 +1,781 @@
+//! The `extern "C"` functions and their types (see the crate docs). Names follow NCCL's, hence
+//! the camel case.
+#![allow(non_camel_case_types, non_upper_case_globals, non_snake_case)]
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
+use zipcoll_host::comm::{Algorithm, Communicator, Config, Data, DeviceBuffer, DeviceSlice, Options, UniqueId};
+use zipcoll_host::{Backend, DType, Error, ReduceOp};
+
+/// A call's outcome (NCCL's `ncclResult_t` values).
+pub type zcclResult_t = c_int;
+pub const zcclSuccess: zcclResult_t = 0;
+pub const zcclUnhandledCudaError: zcclResult_t = 1;
+pub const zcclSystemError: zcclResult_t = 2;
+pub const zcclInternalError: zcclResult_t = 3;
+pub const zcclInvalidArgument: zcclResult_t = 4;
+pub const zcclInvalidUsage: zcclResult_t = 5;
+pub const zcclRemoteError: zcclResult_t = 6;
+
+/// An element type (NCCL's `ncclDataType_t` values; zipcoll moves the float types).
+pub type zcclDataType_t = c_int;
+pub const zcclFloat16: zcclDataType_t = 6;
+pub const zcclFloat32: zcclDataType_t = 7;
+pub const zcclBfloat16: zcclDataType_t = 9;
+pub const zcclFloat8e4m3: zcclDataType_t = 10;
+pub const zcclFloat8e5m2: zcclDataType_t = 11;
+
+/// A reduction (NCCL's `ncclRedOp_t` values).
+pub type zcclRedOp_t = c_int;
+pub const zcclSum: zcclRedOp_t = 0;
+pub const zcclProd: zcclRedOp_t = 1;
+pub const zcclMax: zcclRedOp_t = 2;
+pub const zcclMin: zcclRedOp_t = 3;
+pub const zcclAvg: zcclRedOp_t = 4;
+
+/// `zcclCommSplit`'s color for a rank that joins no new communicator.
+pub const ZCCL_SPLIT_NOCOLOR: c_int = -1;
+
+/// Bytes of a unique id.
+pub const ZCCL_UNIQUE_ID_BYTES: usize = 128;
+
+/// The rendezvous point of one communicator, as text (NUL-padded), copied to every rank.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct zcclUniqueId {
+    pub internal: [c_char; ZCCL_UNIQUE_ID_BYTES],
+}
+
+/// A communicator (opaque to C).
+pub struct zcclComm {
+    comm: Communicator,
+    last_error: Mutex<String>,
+}
+
+/// A communicator handle.
+pub type zcclComm_t = *mut zcclComm;
+
+/// The C result of `e`.
+fn code(e: &Error) -> zcclResult_t {
+    match e {
+        Error::InvalidArgument(_) => zcclInvalidArgument,
+        Error::Aborted => zcclInvalidUsage,
+        Error::Remote { .. } | Error::Collective { .. } | Error::Timeout { .. } | Error::Bootstrap(_) => {
+            zcclRemoteError
+        }
+        Error::Cuda { .. } | Error::BackendUnavailable { .. } => zcclUnhandledCudaError,
+        Error::Io { .. } => zcclSystemError,
+        _ => zcclInternalError,
+    }
+}
+
+thread_local! {
+    /// The message of this thread's last error that no communicator holds (init, the id).
+    static LAST: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Runs `f`, catching panics; records an error's message on `comm` (or this thread).
+fn run(comm: Option<&zcclComm>, f: impl FnOnce() -> Result<(), Error>) -> zcclResult_t {
+    let (rc, msg) = match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => return zcclSuccess,
+        Ok(Err(e)) => (code(&e), e.to_string()),
+        Err(_) => (zcclInternalError, "zipcoll panicked inside a C call".to_owned()),
+    };
+    match comm {
+        Some(c) => *c.last_error.lock().unwrap_or_else(|p| p.into_inner()) = msg,
+        None => LAST.with(|l| *l.borrow_mut() = msg),
+    }
+    rc
+}
+
+fn null(what: &str) -> Error {
+    Error::InvalidArgument(format!("{what} is NULL"))
+}
+
+fn dtype(d: zcclDataType_t) -> Result<DType, Error> {
+    Ok(match d {
+        zcclFloat16 => DType::F16,
+        zcclFloat32 => DType::F32,
+        zcclBfloat16 => DType::Bf16,
+        zcclFloat8e4m3 => DType::F8E4M3,
+        zcclFloat8e5m2 => DType::F8E5M2,
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "datatype {other}: zipcoll moves float types only"
+            )))
+        }
+    })
+}
+
+fn red_op(o: zcclRedOp_t) -> Result<ReduceOp, Error> {
+    Ok(match o {
+        zcclSum => ReduceOp::Sum,
+        zcclProd => ReduceOp::Prod,
+        zcclMax => ReduceOp::Max,
+        zcclMin => ReduceOp::Min,
+        zcclAvg => ReduceOp::Avg,
+        other => return Err(Error::InvalidArgument(format!("reduction {other}"))),
+    })
+}
+
+fn index(v: c_int, what: &str) -> Result<usize, Error> {
+    usize::try_from(v).map_err(|_| Error::InvalidArgument(format!("{what} {v}")))
+}
+
+/// The version, as NCCL encodes it (`major * 10000 + minor * 100 + patch`).
+///
+/// # Safety
+/// `version` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn zcclGetVersion(version: *mut c_int) -> zcclResult_t {
+    run(None, || {
+        // SAFETY: the caller's contract.
+        let v = unsafe { version.as_mut() }.ok_or_else(|| null("version"))?;
+        let num = |s: &str| s.parse::<c_int>().unwrap_or(0);
+        *v = num(env!("CARGO_PKG_VERSION_MAJOR")) * 10000
+            + num(env!("CARGO_PKG_VERSION_MINOR")) * 100
+            + num(env!("CARGO_PKG_VERSION_PATCH"));
+        Ok(())
+    })
+}
+
+/// A new unique id (its bootstrap root runs in this process), for every rank.
+///
+/// # Safety
+/// `id` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn zcclGetUniqueId(id: *mut zcclUniqueId) -> zcclResult_t {
+    run(None, || {
+        // SAFETY: the caller's contract.
+        let out = unsafe { id.as_mut() }.ok_or_else(|| null("id"))?;
+        let text = UniqueId::new()?.to_string();
+        if text.len() >= ZCCL_UNIQUE_ID_BYTES {
+            return Err(Error::InvalidArgument(format!("the id {text:?} is too long")));
+        }
+        out.internal = [0; ZCCL_UNIQUE_ID_BYTES];
+        for (o, b) in out.internal.iter_mut().zip(text.bytes()) {
+            *o = b as c_char;
+        }
+        Ok(())
+    })
+}
+
+/// Rank `rank` of `nranks`, on the GPU `rank % devices` when there is one, else on the
+/// simulator (`zipcoll_host::Backend::detect`), with the environment's settings.
+///
+/// # Safety
+/// `comm` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn zcclCommInitRank(
+    comm: *mut zcclComm_t,
+    nranks: c_int,
+    id: zcclUniqueId,
+    rank: c_int,
+) -> zcclResult_t {
+    run(None, || {
+        // SAFETY: the caller's contract.
+        let out = unsafe { comm.as_mut() }.ok_or_else(|| null("comm"))?;
+        let (nranks, rank) = (index(nranks, "nranks")?, index(rank, "rank")?);
+        let bytes: Vec<u8> = id.internal.iter().map(|c| *c as u8).take_while(|b| *b != 0).collect();
+        let id: UniqueId = String::from_utf8_lossy(&bytes).parse()?;
+        let backend = match Backend::detect() {
+            Backend::Cuda { .. } => Backend::Cuda {
+                ordinal: rank % zipcoll_host::cuda::device_count()?.max(1),
+            },
+            _ => Backend::Sim,
+        };
+        let c = Communicator::init(&id, rank, nranks, backend)?;
+        *out = Box::into_raw(Box::new(zcclComm {
+            comm: c,
+            last_error: Mutex::new(String::new()),
+        }));
+        Ok(())
+    })
+}
+
+/// The handle's communicator.
+///
+/// # Safety
+/// `comm` is NULL or a handle from `zcclCommInitRank`/`zcclCommSplit` not yet destroyed.
+unsafe fn handle<'a>(comm: zcclComm_t) -> Result<&'a zcclComm, Error> {
+    // SAFETY: the caller's contract.
+    unsafe { comm.as_ref() }.ok_or_else(|| null("comm"))
+}
+
+/// Frees the communicator (after its calls in flight; NCCL's `ncclCommDestroy`).
+///
+/// # Safety
+/// `comm` is NULL or a live handle, not used after this.
+#[no_mangle]
+pub unsafe extern "C" fn zcclCommDestroy(comm: zcclComm_t) -> zcclResult_t {
+    run(None, || {
+        if comm.is_null() {
+            return Err(null("comm"));
+        }
+        // SAFETY: the caller's contract: a live handle, given up here.
+        drop(unsafe { Box::from_raw(comm) });
+        Ok(())
+    })
+}
+
+/// Waits for the calls, closes gracefully and reports (`Communicator::finalize`); the handle
+/// must still be destroyed.
+///
+/// # Safety
+/// `comm` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn zcclCommFinalize(comm: zcclComm_t) -> zcclResult_t {
+    // SAFETY: the caller's contract.
+    let Ok(c) = (unsafe { handle(comm) }) else {
+        return zcclInvalidArgument;
+    };
+    run(Some(c), || c.comm.synchronize())
+}
+
+/// Stops the communicator's calls on every rank and frees it.
+///
+/// # Safety
+/// `comm` is NULL or a live handle, not used after this.
+#[no_mangle]
+pub unsafe extern "C" fn zcclCommAbort(comm: zcclComm_t) -> zcclResult_t {
+    // SAFETY: the caller's contract.
+    let Ok(c) = (unsafe { handle(comm) }) else {
+        return zcclInvalidArgument;
+    };
+    c.comm.abort();
+    // SAFETY: as above.
+    unsafe { zcclCommDestroy(comm) }
+}
+
+/// The ranks of the communicator.
+///
+/// # Safety
+/// `comm` is NULL or a live handle; `count` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn zcclCommCount(comm: zcclComm_t, count: *mut c_int) -> zcclResult_t {
+    // SAFETY: the caller's contract.
+    let Ok(c) = (unsafe { handle(comm) }) else {
+        return zcclInvalidArgument;
+    };
+    run(Some(c), || {
+        // SAFETY: the caller's contract.
+        *unsafe { count.as_mut() }.ok_or_else(|| null("count"))? = c.comm.nranks() as c_int;
+        Ok(())
+    })
+}
+
+/// This rank.
+///
+/// # Safety
+/// `comm` is NULL or a live handle; `rank` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn zcclCommUserRank(comm: zcclComm_t, rank: *mut c_int) -> zcclResult_t {
+    // SAFETY: the caller's contract.
+    let Ok(c) = (unsafe { handle(comm) }) else {
+        return zcclInvalidArgument;
+    };
+    run(Some(c), || {
+        // SAFETY: the caller's contract.
+        *unsafe { rank.as_mut() }.ok_or_else(|| null("rank"))? = c.comm.rank() as c_int;
+        Ok(())
+    })
+}
+
+/// `zcclSuccess` in `result` while the communicator is healthy, else the result of its first
+/// failure (its message: `zcclGetLastError`).
+///
+/// # Safety
+/// `comm` is NULL or a live handle; `result` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn zcclCommGetAsyncError(comm: zcclComm_t, result: *mut zcclResult_t) -> zcclResult_t {
+    // SAFETY: the caller's contract.
+    let Ok(c) = (unsafe { handle(comm) }) else {
+        return zcclInvalidArgument;
+    };
+    // SAFETY: the caller's contract.
+    let Some(out) = (unsafe { result.as_mut() }) else {
+        return zcclInvalidArgument;
+    };
+    *out = match c.comm.async_error() {
+        None => zcclSuccess,
+        Some(m) => {
+            *c.last_error.lock().unwrap_or_else(|p| p.into_inner()) = m;
+            zcclRemoteError
+        }
+    };
+    zcclSuccess
+}
+
+/// A static description of `result`.
+#[no_mangle]
+pub extern "C" fn zcclGetErrorString(result: zcclResult_t) -> *const c_char {
+    let s: &'static [u8] = match result {
+        zcclSuccess => b"no error\0",
+        zcclUnhandledCudaError => b"unhandled cuda error\0",
+        zcclSystemError => b"unhandled system error\0",
+        zcclInternalError => b"internal error\0",
+        zcclInvalidArgument => b"invalid argument\0",
+        zcclInvalidUsage => b"invalid usage (the communicator failed or was aborted)\0",
+        zcclRemoteError => b"remote process exited or there was a network error\0",
+        _ => b"unknown result code\0",
+    };
+    s.as_ptr().cast()
+}
+
+/// The message of the communicator's last error (this thread's last one without a
+/// communicator when `comm` is NULL), NUL-terminated, valid until the next call that fails.
+///
+/// # Safety
+/// `comm` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn zcclGetLastError(comm: zcclComm_t) -> *const c_char {
+    thread_local! {
+        static TEXT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    }
+    // SAFETY: the caller's contract.
+    let msg = match unsafe { comm.as_ref() } {
+        Some(c) => c.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+        None => LAST.with(|l| l.borrow().clone()),
+    };
+    TEXT.with(|t| {
+        let mut t = t.borrow_mut();
+        *t = msg.replace('\0', " ").into_bytes();
+        t.push(0);
+        t.as_ptr().cast()
+    })
+}
+
+/// One call of a group, kept until the outermost `zcclGroupEnd`.
+#[derive(Clone, Copy)]
+struct Pending {
+    comm: zcclComm_t,
+    what: Op,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: usize,
+    dtype: DType,
+}
+
+#[derive(Clone, Copy)]
+enum Op {
+    AllReduce(ReduceOp),
+    AllGather,
+    ReduceScatter(ReduceOp),
+    Reduce(ReduceOp, usize),
+    Broadcast(usize),
+    Send(usize),
+    Recv(usize),
+}
+
+thread_local! {
+    /// The open groups' depth and their calls.
+    static GROUP: RefCell<(u32, Vec<Pending>)> = const { RefCell::new((0, Vec::new())) };
+}
+
+/// Starts (or nests) a group: the calls until the matching `zcclGroupEnd` run together.
+#[no_mangle]
+pub extern "C" fn zcclGroupStart() -> zcclResult_t {
+    GROUP.with(|g| g.borrow_mut().0 += 1);
+    zcclSuccess
+}
+
+/// Ends a group; the outermost end launches its calls, per communicator in the order they
+/// were made (collectives first, then the sends and receives together).
+#[no_mangle]
+pub extern "C" fn zcclGroupEnd() -> zcclResult_t {
+    let calls = GROUP.with(|g| {
+        let mut g = g.borrow_mut();
+        match g.0 {
+            0 => None,
+            1 => {
+                g.0 = 0;
+                Some(std::mem::take(&mut g.1))
+            }
+            _ => {
+                g.0 -= 1;
+                Some(Vec::new())
+            }
+        }
+    });
+    let Some(calls) = calls else {
+        LAST.with(|l| *l.borrow_mut() = "zcclGroupEnd without zcclGroupStart".into());
+        return zcclInvalidUsage;
+    };
+    let mut comms: Vec<zcclComm_t> = calls.iter().map(|c| c.comm).collect();
+    comms.dedup();
+    comms.sort_unstable();
+    comms.dedup();
+    for comm in comms {
+        let mine: Vec<Pending> = calls.iter().filter(|c| c.comm == comm).copied().collect();
+        // SAFETY: every handle in a group was live when its call was made, and stays so until
+        // the group ends (the caller's contract for any call).
+        let Ok(c) = (unsafe { handle(comm) }) else {
+            return zcclInvalidArgument;
+        };
+        // SAFETY: the pointers were given for these calls, which run now.
+        let rc = run(Some(c), || unsafe { launch_group(&c.comm, &mine) });
+        if rc != zcclSuccess {
+            return rc;
+        }
+    }
+    zcclSuccess
+}
+
+/// The views of one call's memory: its input and its output, where it has them.
+///
+/// # Safety
+/// The pointers are the caller's memory of the sizes the call implies (NCCL's contract).
+unsafe fn views<'a>(
+    comm: &Communicator,
+    p: &Pending,
+) -> Result<(Option<DeviceSlice<'a>>, Option<DeviceSlice<'a>>), Error> {
+    let (k, size) = (comm.nranks(), p.dtype.size_bytes());
+    let elems = |n: usize| {
+        n.checked_mul(size)
+            .ok_or_else(|| Error::InvalidArgument(format!("count {} overflows", p.count)))
+    };
+    let (one, all) = (elems(p.count)?, elems(p.count.saturating_mul(k))?);
+    let (send_bytes, recv_bytes) = match p.what {
+        Op::AllGather => (one, all),
+        Op::ReduceScatter(_) => (all, one),
+        _ => (one, one),
+    };
+    let view = |ptr: *mut u8, bytes: usize| -> Option<DeviceSlice<'a>> {
+        if ptr.is_null() {
+            return None;
+        }
+        // SAFETY: the caller's contract; the communicator checks the memory's device.
+        Some(unsafe {
+            match comm.backend().is_sim() {
+                true => DeviceSlice::host_raw(ptr, bytes),
+                false => DeviceSlice::cuda_raw(ptr as u64, bytes),
+            }
+        })
+    };
+    Ok((view(p.send as *mut u8, send_bytes), view(p.recv as *mut u8, recv_bytes)))
+}
+
+/// The `Data` of a collective from its views: in place when the input is where NCCL's
+/// in-place call puts it.
+fn data<'b>(
+    comm: &Communicator,
+    p: &Pending,
+    send: &'b mut Option<DeviceSlice<'_>>,
+    recv: &'b mut Option<DeviceSlice<'_>>,
+) -> Result<Data<'b>, Error> {
+    let block = p.count * p.dtype.size_bytes();
+    let (s, r) = (p.send as usize, p.recv as usize);
+    let in_place = match p.what {
+        Op::AllGather => Some(s) == r.checked_add(comm.rank() * block),
+        Op::ReduceScatter(_) => Some(r) == s.checked_add(comm.rank() * block),
+        _ => s == r,
+    };
+    // an in-place call's one buffer: all_gather's is its output, reduce_scatter's its input,
+    // the others' both
+    let one_is_output = !matches!(p.what, Op::ReduceScatter(_));
+    Ok(
+        match (in_place, one_is_output, send.as_deref_mut(), recv.as_deref_mut()) {
+            (true, true, _, Some(r)) => Data::InPlace(r),
+            (true, false, Some(s), _) => Data::InPlace(s),
+            (_, _, Some(s), Some(r)) => Data::OutOfPlace { src: s, dst: r },
+            (_, _, Some(s), None) => Data::Input(s),
+            (_, _, None, Some(r)) => Data::Output(r),
+            (_, _, None, None) => return Err(null("sendbuff and recvbuff")),
+        },
+    )
+}
+
+/// Runs one communicator's calls of a group as one `Group`.
+///
+/// # Safety
+/// The calls' pointers are the caller's memory of the sizes they imply.
+unsafe fn launch_group(comm: &Communicator, calls: &[Pending]) -> Result<(), Error> {
+    // SAFETY: the caller's contract.
+    let mut bufs = calls
+        .iter()
+        .map(|p| unsafe { views(comm, p) })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut g = comm.group();
+    for (p, (send, recv)) in calls.iter().zip(bufs.iter_mut()) {
+        match p.what {
+            Op::Send(peer) => {
+                let b: &DeviceBuffer = send.as_deref().ok_or_else(|| null("sendbuff"))?;
+                g.send(b, p.count, p.dtype, peer)?
+            }
+            Op::Recv(peer) => {
+                let b: &mut DeviceBuffer = recv.as_deref_mut().ok_or_else(|| null("recvbuff"))?;
+                g.recv(b, p.count, p.dtype, peer)?
+            }
+            Op::AllReduce(o) => g.all_reduce(data(comm, p, send, recv)?, p.count, p.dtype, o, Algorithm::Ring)?,
+            Op::AllGather => g.all_gather(data(comm, p, send, recv)?, p.count, p.dtype)?,
+            Op::ReduceScatter(o) => g.reduce_scatter(data(comm, p, send, recv)?, p.count, p.dtype, o)?,
+            Op::Reduce(o, root) => g.reduce(data(comm, p, send, recv)?, p.count, p.dtype, o, root)?,
+            Op::Broadcast(root) => g.broadcast(data(comm, p, send, recv)?, p.count, p.dtype, root)?,
+        }
+    }
+    g.launch(Options::default())
+}
+
+/// A call: queued in an open group, else run now as a group of one, ordered with `stream`
+/// (see the crate docs).
+///
+/// # Safety
+/// `comm` is NULL or a live handle; the pointers are the caller's memory of the sizes the call
+/// implies; `stream` is NULL or a CUDA stream.
+#[allow(clippy::too_many_arguments)]
+unsafe fn call(
+    comm: zcclComm_t,
+    what: impl FnOnce() -> Result<Op, Error>,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: usize,
+    datatype: zcclDataType_t,
+    stream: *mut c_void,
+) -> zcclResult_t {
+    // SAFETY: the caller's contract.
+    let Ok(c) = (unsafe { handle(comm) }) else {
+        return zcclInvalidArgument;
+    };
+    run(Some(c), || {
+        let p = Pending {
+            comm,
+            what: what()?,
+            send,
+            recv,
+            count,
+            dtype: dtype(datatype)?,
+        };
+        if GROUP.with(|g| g.borrow().0 > 0) {
+            GROUP.with(|g| g.borrow_mut().1.push(p));
+            return Ok(());
+        }
+        let ordered = !stream.is_null() && !c.comm.backend().is_sim();
+        if ordered {
+            // SAFETY: the caller's contract: a CUDA stream of this process.
+            let r = unsafe { zipcoll_host::cudarc::driver::sys::cuStreamSynchronize(stream.cast()) };
+            if r != zipcoll_host::cudarc::driver::sys::CUresult::CUDA_SUCCESS {
+                return Err(Error::Cuda {
+                    call: "cuStreamSynchronize",
+                    message: format!("{r:?}"),
+                });
+            }
+        }
+        // SAFETY: the caller's contract.
+        unsafe { launch_group(&c.comm, &[p]) }?;
+        match ordered {
+            true => c.comm.synchronize(),
+            false => Ok(()),
+        }
+    })
+}
+
+/// NCCL's `ncclAllReduce` (ring; in place when `sendbuff == recvbuff`).
+///
+/// # Safety
+/// As NCCL's: the buffers hold `count` elements; `comm` a live handle; `stream` NULL or a
+/// CUDA stream.
+#[no_mangle]
+pub unsafe extern "C" fn zcclAllReduce(
+    sendbuff: *const c_void,
+    recvbuff: *mut c_void,
+    count: usize,
+    datatype: zcclDataType_t,
+    op: zcclRedOp_t,
+    comm: zcclComm_t,
+    stream: *mut c_void,
+) -> zcclResult_t {
+    // SAFETY: forwarded.
+    unsafe {
+        call(
+            comm,
+            || Ok(Op::AllReduce(red_op(op)?)),
+            sendbuff,
+            recvbuff,
+            count,
+            datatype,
+            stream,
+        )
+    }
+}
+
+/// NCCL's `ncclAllGather`: `sendcount` elements from each rank, `nranks * sendcount` out.
+///
+/// # Safety
+/// As NCCL's.
+#[no_mangle]
+pub unsafe extern "C" fn zcclAllGather(
+    sendbuff: *const c_void,
+    recvbuff: *mut c_void,
+    sendcount: usize,
+    datatype: zcclDataType_t,
+    comm: zcclComm_t,
+    stream: *mut c_void,
+) -> zcclResult_t {
+    // SAFETY: forwarded.
+    unsafe {
+        call(
+            comm,
+            || Ok(Op::AllGather),
+            sendbuff,
+            recvbuff,
+            sendcount,
+            datatype,
+            stream,
+        )
+    }
+}
+
+/// NCCL's `ncclReduceScatter`: `nranks * recvcount` elements in, `recvcount` out.
+///
+/// # Safety
+/// As NCCL's.
+#[no_mangle]
+pub unsafe extern "C" fn zcclReduceScatter(
+    sendbuff: *const c_void,
+    recvbuff: *mut c_void,
+    recvcount: usize,
+    datatype: zcclDataType_t,
+    op: zcclRedOp_t,
+    comm: zcclComm_t,
+    stream: *mut c_void,
+) -> zcclResult_t {
+    // SAFETY: forwarded.
+    unsafe {
+        call(
+            comm,
+            || Ok(Op::ReduceScatter(red_op(op)?)),
+            sendbuff,
+            recvbuff,
+            recvcount,
+            datatype,
+            stream,
+        )
+    }
+}
+
+/// NCCL's `ncclReduce` (`recvbuff` is used on `root` only and may be NULL elsewhere).
+///
+/// # Safety
+/// As NCCL's.
+#[no_mangle]
+pub unsafe extern "C" fn zcclReduce(
+    sendbuff: *const c_void,
+    recvbuff: *mut c_void,
+    count: usize,
+    datatype: zcclDataType_t,
+    op: zcclRedOp_t,
+    root: c_int,
+    comm: zcclComm_t,
+    stream: *mut c_void,
+) -> zcclResult_t {
+    let what = || Ok(Op::Reduce(red_op(op)?, index(root, "root")?));
+    // SAFETY: forwarded.
+    unsafe { call(comm, what, sendbuff, recvbuff, count, datatype, stream) }
+}
+
+/// NCCL's `ncclBroadcast` (`sendbuff` is used on `root` only and may be NULL elsewhere).
+///
+/// # Safety
+/// As NCCL's.
+#[no_mangle]
+pub unsafe extern "C" fn zcclBroadcast(
+    sendbuff: *const c_void,
+    recvbuff: *mut c_void,
+    count: usize,
+    datatype: zcclDataType_t,
+    root: c_int,
+    comm: zcclComm_t,
+    stream: *mut c_void,
+) -> zcclResult_t {
+    // SAFETY: forwarded.
+    unsafe {
+        call(
+            comm,
+            || Ok(Op::Broadcast(index(root, "root")?)),
+            sendbuff,
+            recvbuff,
+            count,
+            datatype,
+            stream,
+        )
+    }
+}
+
+/// NCCL's `ncclSend`.
+///
+/// # Safety
+/// As NCCL's.
+#[no_mangle]
+pub unsafe extern "C" fn zcclSend(
+    sendbuff: *const c_void,
+    count: usize,
+    datatype: zcclDataType_t,
+    peer: c_int,
+    comm: zcclComm_t,
+    stream: *mut c_void,
+) -> zcclResult_t {
+    let what = || Ok(Op::Send(index(peer, "peer")?));
+    // SAFETY: forwarded.
+    unsafe { call(comm, what, sendbuff, std::ptr::null_mut(), count, datatype, stream) }
+}
+
+/// NCCL's `ncclRecv`.
+///
+/// # Safety
+/// As NCCL's.
+#[no_mangle]
+pub unsafe extern "C" fn zcclRecv(
+    recvbuff: *mut c_void,
+    count: usize,
+    datatype: zcclDataType_t,
+    peer: c_int,
+    comm: zcclComm_t,
+    stream: *mut c_void,
+) -> zcclResult_t {
+    let what = || Ok(Op::Recv(index(peer, "peer")?));
+    // SAFETY: forwarded.
+    unsafe { call(comm, what, std::ptr::null(), recvbuff, count, datatype, stream) }
+}
+
+/// NCCL's `ncclCommSplit` (every rank calls it; `ZCCL_SPLIT_NOCOLOR` joins none and gets
+/// NULL). `config` must be NULL: the new communicator takes the parent's settings.
+///
+/// # Safety
+/// `comm` a live handle; `newcomm` NULL or writable; `config` NULL.
+#[no_mangle]
+pub unsafe extern "C" fn zcclCommSplit(
+    comm: zcclComm_t,
+    color: c_int,
+    key: c_int,
+    newcomm: *mut zcclComm_t,
+    config: *mut c_void,
+) -> zcclResult_t {
+    // SAFETY: the caller's contract.
+    let Ok(c) = (unsafe { handle(comm) }) else {
+        return zcclInvalidArgument;
+    };
+    run(Some(c), || {
+        // SAFETY: the caller's contract.
+        let out = unsafe { newcomm.as_mut() }.ok_or_else(|| null("newcomm"))?;
+        if !config.is_null() {
+            return Err(Error::InvalidArgument("zcclCommSplit's config must be NULL".into()));
+        }
+        let color = match color {
+            ZCCL_SPLIT_NOCOLOR => None,
+            c => Some(u32::try_from(c).map_err(|_| Error::InvalidArgument(format!("color {c}")))?),
+        };
+        // keys order as ints do: flipping the sign bit maps i32 order onto u32 order
+        let key = (key as u32) ^ 0x8000_0000;
+        let config: Config = c.comm.config().clone();
+        *out = match c.comm.split(color, key, config)? {
+            Some(n) => Box::into_raw(Box::new(zcclComm {
+                comm: n,
+                last_error: Mutex::new(String::new()),
+            })),
+            None => std::ptr::null_mut(),
+        };
+        Ok(())
+    })
+}
