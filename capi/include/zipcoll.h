@@ -115,8 +115,9 @@ zcclResult_t zcclCommInitRank(zcclComm_t *comm, int nranks, struct zcclUniqueId 
 zcclResult_t zcclCommDestroy(zcclComm_t comm);
 
 /**
- * Waits for the calls, closes gracefully and reports (`Communicator::finalize`); the handle
- * must still be destroyed.
+ * Waits for the communicator's calls and reports how they ended (NCCL's
+ * `ncclCommFinalize`); `zcclCommDestroy` then closes the transport (gracefully when nothing
+ * failed) and frees it.
  *
  * # Safety
  * `comm` is NULL or a live handle.

@@ -220,8 +220,9 @@ pub unsafe extern "C" fn zcclCommDestroy(comm: zcclComm_t) -> zcclResult_t {
     })
 }
 
-/// Waits for the calls, closes gracefully and reports (`Communicator::finalize`); the handle
-/// must still be destroyed.
+/// Waits for the communicator's calls and reports how they ended (NCCL's
+/// `ncclCommFinalize`); `zcclCommDestroy` then closes the transport (gracefully when nothing
+/// failed) and frees it.
 ///
 /// # Safety
 /// `comm` is NULL or a live handle.

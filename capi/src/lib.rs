@@ -8,7 +8,7 @@
 //! | `zcclGetUniqueId`, `zcclCommInitRank` | `UniqueId::new`, `Communicator::init` on `Backend::detect()` (a GPU: the rank's `% devices`) |
 //! | `zcclAllReduce`, `zcclAllGather`, `zcclReduceScatter`, `zcclReduce`, `zcclBroadcast`, `zcclSend`, `zcclRecv` | the communicator's calls on views of the caller's memory (`DeviceSlice`) |
 //! | `zcclGroupStart`, `zcclGroupEnd` | a `Group` per communicator, launched at the outermost `zcclGroupEnd` |
-//! | `zcclCommSplit`, `zcclCommFinalize`, `zcclCommDestroy`, `zcclCommAbort`, `zcclCommGetAsyncError` | `split`, `finalize`, drop, `abort`, `async_error` |
+//! | `zcclCommSplit`, `zcclCommFinalize`, `zcclCommDestroy`, `zcclCommAbort`, `zcclCommGetAsyncError` | `split`, `synchronize`, drop, `abort` then drop, `async_error` |
 //!
 //! Streams: zipcoll does not yet enqueue on a caller's stream (its calls run on the
 //! communicator's own). A call given a non-null `stream` on a GPU waits for that stream before

@@ -344,6 +344,13 @@ impl Communicator {
         Communicator::init_with(&id, new_rank, members.len(), self.backend, config).map(Some)
     }
 
+    /// Waits until every rank has called it (over the bootstrap ring, on the host): a barrier
+    /// for the ranks' host code, not ordered with the calls in flight, which go on running.
+    pub fn barrier(&self) -> Result<()> {
+        self.check_usable()?;
+        self.links.bootstrap().barrier()
+    }
+
     /// `len` zeroed bytes in this rank's device memory.
     pub fn alloc(&self, len: usize) -> Result<DeviceBuffer> {
         self.links.alloc(len)

@@ -64,6 +64,21 @@ struct Usage {
 }
 
 impl Usage {
+    /// [`Usage::now`] once two readings 20 ms apart agree on files and threads (at most 1 s):
+    /// threads that were joined take a moment to leave /proc.
+    fn settled(backend: Backend) -> Result<Usage, Error> {
+        let mut u = Usage::now(backend)?;
+        for _ in 0..50 {
+            std::thread::sleep(Duration::from_millis(20));
+            let v = Usage::now(backend)?;
+            if (v.fds, v.threads) == (u.fds, u.threads) {
+                return Ok(v);
+            }
+            u = v;
+        }
+        Ok(u)
+    }
+
     fn now(backend: Backend) -> Result<Usage, Error> {
         let count = |d: &str| std::fs::read_dir(d).map_or(0, |e| e.count());
         let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -135,7 +150,10 @@ pub fn cycles(comm: Communicator, cycles: u32) -> Result<bool, Error> {
     for k in 0..cycles {
         let c = comm.take().expect("a communicator per cycle");
         let id = next_id(&c)?;
-        let mut usage = Usage::now(backend)?;
+        // every rank measures between two host barriers, so no rank's kernels (the simulator's
+        // are threads of this process when the ranks are) run meanwhile
+        c.barrier()?;
+        let mut usage = Usage::settled(backend)?;
         // threads that were joined (the last cycle's) may take a moment to leave /proc
         if let (Some(a), true) = (first, k + 1 == cycles) {
             for _ in 0..50 {
@@ -146,6 +164,7 @@ pub fn cycles(comm: Communicator, cycles: u32) -> Result<bool, Error> {
                 usage = Usage::now(backend)?;
             }
         }
+        c.barrier()?;
         // the baseline is the second cycle's: like every later one (and unlike the first, the
         // launcher's), its communicator came from an id that rank 0 made
         if k == 1.min(cycles - 1) {
