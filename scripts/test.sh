@@ -6,7 +6,7 @@
 # |----------|-------------------------------------------------------------------------------|
 # | gpu code | zipcoll-tests: the kernel crate built for sm_90, sm_80, gfx942 and gfx950,     |
 # |          | validated by ptxas and llvm-readelf, under snapshots (its own target dir)      |
-# | host     | clippy over the workspace, then every other crate's tests (device code on the simulator), |
+# | host     | clippy over the workspace, the C ABI's libzipcoll.so, then every other crate's tests (device code on the simulator), |
 # |          | among them a smoke run of every fuzz target (fuzz/tests/smoke.rs, stable Rust, ~30 s)   |
 #
 # Exits non-zero if either fails; prints the GPU-code job's log after the host job.
@@ -30,7 +30,10 @@ phase "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings || host=$?
 if [ "$host" = 0 ]; then
   phase "host tests"
-  cargo test --workspace --locked --exclude zipcoll-tests || host=$?
+  # the C ABI's test links the cdylib, which `cargo test` alone does not build
+  cargo build --locked -p zipcoll-capi || host=$?
+  # every test binary runs, so one run shows every failure
+  cargo test --workspace --locked --exclude zipcoll-tests --no-fail-fast || host=$?
 fi
 phase "waiting for the gpu code tests"
 gpu_rc=0

@@ -1,6 +1,7 @@
 //! The C ABI from C: the header is what cbindgen generates from the crate, and the C example
 //! (`capi/examples/all_reduce.c`) compiles against it with `cc -Wall -Werror`, links
-//! `libzipcoll.so` and runs on the simulator.
+//! `libzipcoll.so` (built by `cargo build -p zipcoll-capi`, which `cargo test` does not do:
+//! the test command runs it first) and runs on the simulator.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -55,7 +56,7 @@ fn the_c_example_compiles_links_and_runs_on_the_simulator() {
     let lib_dir = profile_dir();
     assert!(
         lib_dir.join("libzipcoll.so").exists(),
-        "no libzipcoll.so in {}",
+        "no libzipcoll.so in {}: build it first (cargo build -p zipcoll-capi; scripts/test.sh does)",
         lib_dir.display()
     );
     let out = std::env::temp_dir().join(format!("zipcoll-c-example-{}", std::process::id()));
