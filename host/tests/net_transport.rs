@@ -745,6 +745,7 @@ fn hello(from: u32, to: u32, socket: u32, sockets: u32, min_piece: u32, magic: u
 
 const DATA: u32 = 1;
 const CREDIT: u32 = 2;
+const CLOSE: u32 = 3;
 
 /// A message header: kind, connection, step, body bytes, and for DATA the piece's offset and
 /// the frame's length.
@@ -1075,6 +1076,38 @@ fn frames_are_cut_into_pieces_over_every_socket_of_the_peer() {
         (frames, frames * STRIPED_SLOT as u64)
     );
     assert_healthy(&[rank]);
+}
+
+/// A frame small enough to be one piece is written by one writer thread; the peer may take it
+/// and close before the other thread has stepped past it. That thread has nothing of the frame
+/// to send, so the close is clean (seen failing as "closed its NET transport while frames ...
+/// were pending" on a CI run of `finalize`). Several rounds, each after the writers have gone
+/// idle (sleeping), as the race needs the pieceless thread to be late.
+#[test]
+fn a_peer_may_close_once_it_has_every_piece() {
+    let small = raw_frame(7, 100);
+    for round in 0..12u64 {
+        let (mut rank, mut fake) =
+            real_rank_and_fake_peer_with(60 + round, striped(Duration::from_secs(10)), STRIPED_SLOT);
+        fake.control.write_all(&message(CREDIT, 0, NSLOTS, 0, 0, 0)).unwrap();
+        thread::sleep(Duration::from_millis(20));
+        let tx = &rank.fifos[1];
+        send_kernel(tx, &rank.abort, 1, |_| small.clone()).unwrap();
+        // step 0's one piece goes on data socket (0 + 0 + 0) % 4
+        fake.data[0].set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let ([kind, _, step, len, ..], body) = read_message(&mut fake.data[0]);
+        assert_eq!((kind, step, len), (1, 0, small.len() as u64), "round {round}");
+        assert_eq!(body, small);
+        for s in fake.data.iter_mut().chain([&mut fake.control]) {
+            s.write_all(&message(CLOSE, 0, 0, 0, 0, 0)).unwrap();
+        }
+        assert!(
+            eventually(Duration::from_secs(5), || tx.head.load(Ordering::Acquire) == 1),
+            "round {round}: the writers did not pass the frame"
+        );
+        assert_healthy(std::slice::from_ref(&rank));
+        rank.net.shutdown().unwrap_or_else(|e| panic!("round {round}: {e}"));
+    }
 }
 
 /// The real rank receives pieces in any order over any socket, steps interleaved: `tail`

@@ -442,13 +442,7 @@ impl Writer {
         let slot = unsafe { conn.fifo.slot(step) };
         // at most the slot, whose size `RawFifo::validate` bounded by u32::MAX
         let total = frame_len(slot) as u32;
-        let sockets = u64::from(self.striping.sockets);
-        let mine = self.first_socket as u64..(self.first_socket + self.wires.len()) as u64;
-        for p in 0..self.striping.pieces(total) {
-            let socket = (u64::from(conn.index) + step + u64::from(p)) % sockets;
-            if !mine.contains(&socket) {
-                continue;
-            }
+        for (p, wire) in self.my_pieces(conn.index, step, total) {
             let (offset, len) = self.striping.piece(total, p);
             let header = MsgHeader {
                 kind: MsgKind::Data,
@@ -460,7 +454,7 @@ impl Writer {
             };
             self.pace(MSG_HEADER_BYTES + len as usize)?;
             let body = &slot[offset as usize..(offset + len) as usize];
-            self.wires[(socket - mine.start) as usize].send(header, body)?;
+            self.wires[wire].send(header, body)?;
             self.counters.bytes_sent.fetch_add(u64::from(len), Ordering::Relaxed);
             if p == 0 {
                 self.counters.frames_sent.fetch_add(1, Ordering::Relaxed);
@@ -470,6 +464,43 @@ impl Writer {
         c.next = step + 1;
         conn.done_below(self.thread, c.next);
         Ok(true)
+    }
+
+    /// This thread's pieces of step `step` of connection `conn`, a `total`-byte frame: (piece,
+    /// index in `wires` of the socket it goes on).
+    fn my_pieces(&self, conn: u32, step: u64, total: u32) -> impl Iterator<Item = (u32, usize)> {
+        let sockets = u64::from(self.striping.sockets);
+        let mine = self.first_socket as u64..(self.first_socket + self.wires.len()) as u64;
+        (0..self.striping.pieces(total)).filter_map(move |p| {
+            let socket = (u64::from(conn) + step + u64::from(p)) % sockets;
+            // below `wires.len()`, a usize
+            mine.contains(&socket).then(|| (p, (socket - mine.start) as usize))
+        })
+    }
+
+    /// After the peer closed: passes the published frames of connection `i` that have no piece
+    /// for this thread (the other writers sent them whole); `Err` names the first that has one,
+    /// which the peer can never get.
+    fn pass_pieceless(&mut self, i: usize) -> Flow<()> {
+        let conn = Arc::clone(&self.sends[i].conn);
+        while self.sends[i].pending() {
+            let step = self.sends[i].next;
+            // SAFETY: as in `pass_one`: published, and not rewritten before this thread passes it
+            let total = frame_len(unsafe { conn.fifo.slot(step) }) as u32;
+            if self.my_pieces(conn.index, step, total).next().is_some() {
+                return Err(Failure::Remote {
+                    rank: self.peer,
+                    reason: format!(
+                        "closed its NET transport while frames of connection {} (from step {step}) were pending",
+                        conn.index
+                    ),
+                }
+                .into());
+            }
+            self.sends[i].next = step + 1;
+            conn.done_below(self.thread, step + 1);
+        }
+        Ok(())
     }
 
     /// Waits until the peer's token bucket allows `bytes` more.
@@ -489,21 +520,15 @@ impl Writer {
     }
 
     /// The peer closed its transport: answer CLOSE (its readers linger for it), then only
-    /// watch: a frame published for this peer now can never be delivered.
+    /// watch: a frame published for this peer now can never be delivered, unless this thread
+    /// has no piece of it (another writer sent it whole before the peer closed).
     fn after_peer_close(&mut self) -> Flow<()> {
         let mut backoff = Backoff::new();
         let mut answered = false;
         loop {
             check(&self.shared)?;
-            if let Some(c) = self.sends.iter().find(|c| c.pending()) {
-                return Err(Failure::Remote {
-                    rank: self.peer,
-                    reason: format!(
-                        "closed its NET transport while frames of connection {} (from step {}) were pending",
-                        c.conn.index, c.next
-                    ),
-                }
-                .into());
+            for i in 0..self.sends.len() {
+                self.pass_pieceless(i)?;
             }
             if !answered {
                 answered = true;
