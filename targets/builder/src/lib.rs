@@ -244,19 +244,14 @@ impl Toolchain {
         }
     }
 
-    /// `ptxas --verbose` over `ptx` for `arch` (`sm_90`): its report (registers, spills, shared
-    /// memory per entry). Fails if ptxas rejects the module. One thread (`--split-compile 1`):
-    /// even so, the stack and spill bytes of the big collective kernels were seen to differ
-    /// between two runs over the same PTX, so the snapshot view (`zipcoll_tests::ptxas_resources`)
-    /// reports them against a bound.
-    pub fn ptxas_verbose(&self, ptx: &Path, arch: &str) -> Result<String, BuildError> {
-        self.ptxas(ptx, arch, 1, &[]).map(|(report, _)| report)
-    }
-
-    /// [`Toolchain::ptxas_verbose`] for the named entry points of `ptx` only (`--entry`), and
-    /// the device functions they call: ptxas's time is mostly the big collective kernels, so a
-    /// check that needs each kind of code compiled once, not each variant, takes a fraction
-    /// of the module's time. Fails if ptxas rejects what it compiles or an entry is unknown.
+    /// `ptxas --verbose` for `arch` (`sm_90`) over the named entry points of `ptx` and the
+    /// device functions they call (`--entry`; ptxas still parses the whole module): its report
+    /// (registers, stack, spills per function). Fails if ptxas rejects what it compiles or an
+    /// entry is unknown. ptxas's time is mostly the big collective kernels, so a check that
+    /// needs each kind of code compiled once, not each variant, takes a fraction of the
+    /// module's. One thread (`--split-compile 1`): even so, the stack and spill bytes of the
+    /// collective kernels were seen to differ between two runs over the same PTX, so the
+    /// snapshot view (`zipcoll_tests::ptxas_resources`) reports them against a bound.
     pub fn ptxas_entries(&self, ptx: &Path, arch: &str, entries: &[&str]) -> Result<String, BuildError> {
         self.ptxas(ptx, arch, 1, entries).map(|(report, _)| report)
     }
