@@ -90,6 +90,9 @@ pub enum FrameError {
     InputTooLarge { bytes: usize },
     /// A block coder was given less block-shared scratch memory than it needs.
     ScratchTooSmall { need: usize, have: usize },
+    /// A valid frame coded with `codec`, which this decoder was built without (the RAW-only
+    /// decoder of the block-channel kernel, [`crate::codec::decode_raw_frame`]).
+    CodecNotBuilt { codec: CodecId },
 }
 
 impl core::fmt::Display for FrameError {
@@ -135,6 +138,11 @@ impl core::fmt::Display for FrameError {
             FrameError::ScratchTooSmall { need, have } => {
                 write!(f, "{have} bytes of block-shared scratch memory, need {need}")
             }
+            FrameError::CodecNotBuilt { codec } => write!(
+                f,
+                "a frame coded with {codec:?}, which this kernel does not decode (it takes RAW frames only: \
+                 the ranks disagree on compression)"
+            ),
         }
     }
 }

@@ -10,6 +10,7 @@
 //! | [`dtype`]  | element types, exponent split/join, f32 conversions          |
 //! | [`frame`]  | the frame header, its validation, the frame checksum          |
 //! | [`reduce`] | reduction operators with NCCL's semantics                     |
+//! | [`team`]   | the threads driving a channel: a warp or a block ([`team::Team`]) |
 //! | [`warp_reduce`] | warp-level reductions of registers                       |
 #![no_std]
 
@@ -20,4 +21,5 @@ pub mod codec;
 pub mod dtype;
 pub mod frame;
 pub mod reduce;
+pub mod team;
 pub mod warp_reduce;

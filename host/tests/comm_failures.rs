@@ -381,7 +381,7 @@ fn a_launch_of_too_many_warps_is_refused_and_the_communicator_works() {
             Err(Error::InvalidArgument(m)) => m.clone(),
             other => panic!("rank {me}: {other:?}"),
         };
-        assert!(msg.contains("4608 warps"), "{msg}");
+        assert!(msg.contains("4608 blocks"), "{msg}");
         assert!(comm.query()?, "rank {me}: nothing was enqueued");
         // rank 0 sends to rank 1 only
         let mut input = comm.alloc(64 * 4)?;

@@ -2,17 +2,19 @@
 //! (`run_works`): every rank's output bit-identical to the scalar reference, for 2..=8 ranks,
 //! 1 and 3 parts, in place and out of place, sizes 0, 1, under a loop and several loops with a
 //! partial last one, compression off and every forced codec; every dtype x operator on one
-//! size; one rank.
+//! size; one rank; channels driven by whole blocks (RAW only, and a forced codec, whose frames a
+//! block codes on its first warp).
 
 mod common;
 mod sim_net;
 
-use common::{check, sizes, Rng, COLLECTIVES};
+use common::{check, check_on, sizes, Rng, COLLECTIVES};
+use sim_net::Channel;
 use zipcoll_device::codec::{ExpAns, ExpWindow, FixedLen, Huffman};
 use zipcoll_device::dtype::{Bf16, Split, F16, F32, F8E4M3, F8E5M2};
 use zipcoll_device::reduce::{Avg, Max, Min, Prod, RedOp, Sum};
 use zipcoll_primitives::collectives::Coll;
-use zipcoll_primitives::prims::{Compression, Force, Off};
+use zipcoll_primitives::prims::{Compression, Force, Off, RawOnly};
 
 /// One case of the sweep: `coll` on `k` ranks with a rotation of parts, in-place and roots.
 fn case<T: Split, O: RedOp, E: Compression>(coll: Coll, k: usize, i: usize, g: &mut Rng) {
@@ -145,4 +147,28 @@ fn the_inputs_hold_special_values() {
     has::<F8E5M2>();
     let inf = common::input::<F32>(0, 400, 0);
     assert!(inf.iter().any(|&b| f32::from_bits(b).is_infinite()));
+}
+
+/// Channels driven by blocks of 3 warps (a team size that is not a power of two, so vectors
+/// and tail words fall unevenly on threads): every collective, 2..=5 ranks, 1 and 3 parts, in
+/// place and not, bf16 and f32, RAW only (the vectorized path over the whole block, and the
+/// RAW-only general path for unaligned chunks) and ExpAns (coded on the block's first warp).
+#[test]
+fn block_channels_match_the_references() {
+    let mut g = Rng(15);
+    let block = Channel::Block(96);
+    for coll in COLLECTIVES {
+        for k in 2..=5 {
+            let s = sizes(coll, k, &mut g);
+            let (nparts, in_place) = ([1, 3][k % 2], coll != Coll::AllToAll && k % 3 != 1);
+            let flipped = coll != Coll::AllToAll && !in_place;
+            let root = g.range(0, k);
+            let seed = g.next() % 1000;
+            for count in [s[1 + k % 2], s[3]] {
+                check_on::<Bf16, Sum, RawOnly>(block, coll, k, nparts, root, count, in_place, seed);
+                check_on::<F32, Max, RawOnly>(block, coll, k, nparts, root, count, flipped, seed);
+            }
+            check_on::<Bf16, Avg, Force<ExpAns>>(block, coll, k, nparts, root, s[3], in_place, seed);
+        }
+    }
 }

@@ -1,19 +1,23 @@
 //! Send / receive and the work descriptor's checks on the simulator transport (`sim_net`):
 //! groups that would deadlock if run one operation after the other complete; every rank sends
 //! to `r + 1` while receiving from `r - 1` in two separate warps; invalid descriptors and absent
-//! channel sides are typed errors, reported in the status record.
+//! channel sides are typed errors, reported in the status record; a coded frame reaching a
+//! RAW-only block team is a typed error, never decoded.
 
 mod common;
 mod sim_net;
 
 use common::{input, FRAME_ELEMS, SLOT_BYTES};
-use sim_net::Net;
+use sim_net::{Channel, Net};
+use zipcoll_device::codec::CodecId;
 use zipcoll_device::codec::{ExpAns, Huffman};
 use zipcoll_device::dtype::{Bf16, F32};
+use zipcoll_device::frame::FrameError;
 use zipcoll_device::reduce::{Max, Sum};
 use zipcoll_primitives::collectives::{run_work, Coll, WorkDesc};
+use zipcoll_primitives::conn::Failure;
 use zipcoll_primitives::conn::{ChannelDesc, ConnDesc, ConnError, Side};
-use zipcoll_primitives::prims::{Force, Off};
+use zipcoll_primitives::prims::{Force, Off, RawOnly};
 
 /// Every rank sends `count` elements to `r + shift` in one warp and receives from `r - shift`
 /// in another (two blocks per rank, `nparts` parts each).
@@ -333,4 +337,32 @@ fn an_absent_side_is_no_connection() {
             "{errors:?}"
         );
     }
+}
+
+/// Rank 0 sends one ExpAns-coded frame (a warp, any codec); rank 1 receives it with a block
+/// team of the RAW-only kind (as the block-channel kernel does when the ranks disagree on
+/// compression): the receive fails with `CodecNotBuilt` at step 0 and writes nothing.
+#[test]
+fn a_coded_frame_on_a_raw_only_block_is_a_typed_error() {
+    let net = Net::new(2, 1, SLOT_BYTES);
+    // one frame of elements of one exponent, so that ExpAns shrinks it and sends it coded
+    let n = 192;
+    let data: Vec<u16> = (0..n).map(|i| 0x3f80 + (i % 7) as u16).collect();
+    let mut out = vec![0xAAAAu16; n];
+    let send = net.work(Coll::Send, 0, 0, 1, data.as_ptr().cast(), std::ptr::null_mut(), n, n);
+    let recv = net.work(Coll::Recv, 1, 0, 0, std::ptr::null(), out.as_mut_ptr().cast(), n, n);
+    // the frame fits one slot, so the sender's launch ends before the receiver's begins
+    let sent = net.run::<Bf16, Sum, Force<ExpAns>>(&[vec![send]]);
+    assert_eq!(sent, [Ok(())]);
+    let got = net.run_on::<Bf16, Sum, RawOnly>(&[vec![recv]], Channel::Block(64));
+    let want = Failure {
+        step: 0,
+        error: ConnError::Frame(FrameError::CodecNotBuilt { codec: CodecId::ExpAns }),
+    };
+    assert_eq!(got, [Err(want)]);
+    assert_eq!(net.failure(&recv), Some(want), "the status record says so");
+    assert!(
+        out.iter().all(|&x| x == 0xAAAA),
+        "nothing of the coded frame was written"
+    );
 }

@@ -338,11 +338,28 @@ pub(super) fn parse_for<T: Split>(
 /// same arguments. Checks and errors are listed in the module docs; on `Err`, `out` may have
 /// been partly written. Bytes of `frame` past the frame's end are ignored.
 pub fn decode_frame<W: Warp, T: Split>(w: W, frame: &[u8], out: LaneOut<'_>) -> Result<usize, FrameError> {
+    decode_frame_of::<W, T, true>(w, frame, out)
+}
+
+/// [`decode_frame`] for RAW frames only: a valid frame of another codec is
+/// [`FrameError::CodecNotBuilt`], and no symbol coder is in the code (for kernels that must stay
+/// small: the block-channel kernel).
+pub fn decode_raw_frame<W: Warp, T: Split>(w: W, frame: &[u8], out: LaneOut<'_>) -> Result<usize, FrameError> {
+    decode_frame_of::<W, T, false>(w, frame, out)
+}
+
+/// [`decode_frame`], with the symbol coders' decoders when `CODED`.
+fn decode_frame_of<W: Warp, T: Split, const CODED: bool>(
+    w: W,
+    frame: &[u8],
+    out: LaneOut<'_>,
+) -> Result<usize, FrameError> {
     let (h, n, payload) = parse_for::<T>(frame, FRAME_VERSION, out.len())?;
     let raw_bytes = h.raw_bytes as usize;
     let codec = h.codec_id().ok_or(FrameError::UnknownCodec { found: h.codec })?;
     match codec {
         CodecId::Raw => decode_raw(w, &h, payload, out)?,
+        codec if !CODED => return Err(FrameError::CodecNotBuilt { codec }),
         CodecId::FixedLen => decode_split::<W, T, FixedLen>(w, &h, n, payload, out)?,
         CodecId::ExpWindow => decode_split::<W, T, ExpWindow>(w, &h, n, payload, out)?,
         CodecId::ExpAns => decode_split::<W, T, ExpAns>(w, &h, n, payload, out)?,

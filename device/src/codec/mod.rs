@@ -35,7 +35,7 @@ pub use block_frame::BlockCoder;
 pub use exp_ans::ExpAns;
 pub use exp_window::ExpWindow;
 pub use fixed_len::FixedLen;
-pub use frame_codec::{decode_frame, encode_frame, encode_raw_frame, max_encoded_len};
+pub use frame_codec::{decode_frame, decode_raw_frame, encode_frame, encode_raw_frame, max_encoded_len};
 pub use huffman::Huffman;
 
 /// The codecs, as stored in frame headers.

@@ -7,7 +7,8 @@
 //! | `compression`  | `Lossless(Auto)`           | `ZIPCOLL_COMPRESSION`       | `off`, `auto`, or a codec name (`expans`, ...) |
 //! | `transport`    | `Auto`                     | `ZIPCOLL_TRANSPORT`         | `auto`, `p2p`, `net` (`sim` for the simulator's in-process FIFOs) |
 //! | `buffer_bytes` | 4 MiB / 64 KiB             | `ZIPCOLL_BUFFER_BYTES`      | bytes of one FIFO (8 slots): 2K..=8G, with the suffixes of [`crate::units`] (`1M`, `64KiB`) |
-//! | `channels`     | 64 / 2                     | `ZIPCOLL_CHANNELS`          | warps (each with its own FIFOs) per collective and peer (1..=256) |
+//! | `channels`     | 64 / 2                     | `ZIPCOLL_CHANNELS`          | channels (each with its own FIFOs) per collective and peer (1..=256) |
+//! | `channel_threads` | 256 / 64                | `ZIPCOLL_CHANNEL_THREADS`   | threads driving a channel in calls every rank sends RAW (compression off, or Auto deciding RAW from the size alone): 32..=512, whole warps; 32 keeps such calls on the one-warp kernel. Other calls drive a channel with one warp |
 //! | `max_inflight` | 16                         | `ZIPCOLL_MAX_INFLIGHT`      | calls enqueued and not finished (1..=1024; a GPU's call slots) |
 //! | `timeout`      | 60 s / 20 s                | `ZIPCOLL_TIMEOUT_MS`        | how long any wait for a peer may last, in ms (at least 1) |
 //! | `net`          | [`NetConfig::default`]     | `ZIPCOLL_NET_NTHREADS`, `ZIPCOLL_NET_NSOCKS_PERTHREAD`, `ZIPCOLL_NET_MIN_PIECE`, `ZIPCOLL_NET_SOCKET_BUFFER`, `ZIPCOLL_NET_RATE_LIMIT` | writer threads and sockets per peer, the smallest piece of a striped frame, socket buffers, an optional rate limit |
@@ -101,8 +102,11 @@ pub struct Config {
     pub transport: TransportKind,
     /// Bytes of one FIFO: `NSLOTS` slots.
     pub buffer_bytes: u64,
-    /// Warps per collective (per peer for send/recv), each with its own FIFOs.
+    /// Channels per collective (per peer for send/recv), each with its own FIFOs.
     pub channels: usize,
+    /// Threads driving each channel of a call that every rank sends RAW (a block of the
+    /// block-channel kernel; 32: one warp, the kernel every other call runs).
+    pub channel_threads: u32,
     /// Calls that may be in flight at once (on a GPU, each has a slot with its own scratch,
     /// status records and event); a call beyond them first waits for the oldest.
     pub max_inflight: usize,
@@ -120,6 +124,7 @@ impl Config {
             transport: TransportKind::Auto,
             buffer_bytes: 4 << 20,
             channels: 64,
+            channel_threads: 256,
             max_inflight: 16,
             timeout: Duration::from_secs(60),
             net: NetConfig::default(),
@@ -132,6 +137,7 @@ impl Config {
         Config {
             buffer_bytes: 64 << 10,
             channels: 2,
+            channel_threads: 64,
             timeout: Duration::from_secs(20),
             ..Config::gpu()
         }
@@ -169,6 +175,12 @@ impl Config {
             self.channels = number(&nv.1)
                 .map_err(|why| format!("{why}: {}", CHANNELS_RANGE))
                 .and_then(|n| check_channels(n).map(|()| n))
+                .map_err(|why| bad(nv, why))?;
+        }
+        if let Some(nv) = set("ZIPCOLL_CHANNEL_THREADS") {
+            self.channel_threads = number(&nv.1)
+                .map_err(|why| format!("{why}: {}", THREADS_RANGE))
+                .and_then(|n| check_channel_threads(n).map(|()| n))
                 .map_err(|why| bad(nv, why))?;
         }
         if let Some(nv) = set("ZIPCOLL_MAX_INFLIGHT") {
@@ -213,6 +225,14 @@ impl Config {
         if let Err(why) = check_channels(self.channels) {
             return field("channels", self.channels.to_string(), "ZIPCOLL_CHANNELS", why);
         }
+        if let Err(why) = check_channel_threads(self.channel_threads) {
+            return field(
+                "channel_threads",
+                self.channel_threads.to_string(),
+                "ZIPCOLL_CHANNEL_THREADS",
+                why,
+            );
+        }
         if let Err(why) = check_max_inflight(self.max_inflight) {
             return field(
                 "max_inflight",
@@ -234,6 +254,10 @@ const BUFFER_RANGE: &str = "a FIFO's bytes must be in 2K..=8G (8 slots of 256 by
 /// The accepted channel counts.
 const MAX_CHANNELS: usize = 256;
 const CHANNELS_RANGE: &str = "channels must be in 1..=256";
+/// The accepted threads per channel: whole warps, at most 512 (the block-channel kernel is
+/// compiled for blocks of at most 512: `zipcoll-gpu-build`'s `.maxntid`).
+const MAX_CHANNEL_THREADS: u32 = 512;
+const THREADS_RANGE: &str = "channel threads must be a multiple of 32 in 32..=512";
 /// The accepted numbers of calls in flight.
 const MAX_INFLIGHT: usize = 1024;
 const INFLIGHT_RANGE: &str = "calls in flight must be in 1..=1024";
@@ -250,6 +274,13 @@ fn check_channels(n: usize) -> std::result::Result<(), String> {
     match (1..=MAX_CHANNELS).contains(&n) {
         true => Ok(()),
         false => Err(CHANNELS_RANGE.into()),
+    }
+}
+
+fn check_channel_threads(n: u32) -> std::result::Result<(), String> {
+    match (32..=MAX_CHANNEL_THREADS).contains(&n) && n.is_multiple_of(32) {
+        true => Ok(()),
+        false => Err(THREADS_RANGE.into()),
     }
 }
 
@@ -309,6 +340,14 @@ mod tests {
             ..Config::sim()
         };
         assert!(none.validate().is_err());
+        for bad in [0, 16, 48, 544] {
+            let c = Config {
+                channel_threads: bad,
+                ..Config::gpu()
+            };
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains("ZIPCOLL_CHANNEL_THREADS"), "{bad}: {e}");
+        }
         for bad in [0, 1025] {
             let c = Config {
                 max_inflight: bad,
@@ -353,8 +392,10 @@ mod tests {
             ("ZIPCOLL_TIMEOUT_MS", "1500"),
             ("ZIPCOLL_COMPRESSION", "expans"),
             ("ZIPCOLL_TRANSPORT", "net"),
+            ("ZIPCOLL_CHANNEL_THREADS", "512"),
         ])
         .unwrap();
+        assert_eq!(c.channel_threads, 512);
         assert_eq!(
             (c.buffer_bytes, c.channels, c.max_inflight, c.timeout),
             (1 << 20, 8, 4, Duration::from_millis(1500))
@@ -370,7 +411,12 @@ mod tests {
 
     #[test]
     fn bad_variables_name_themselves_and_the_accepted_form() {
-        let cases: [(&str, &str, &str); 10] = [
+        let cases: [(&str, &str, &str); 11] = [
+            (
+                "ZIPCOLL_CHANNEL_THREADS",
+                "100",
+                "ZIPCOLL_CHANNEL_THREADS=\"100\": channel threads must be a multiple of 32 in 32..=512",
+            ),
             (
                 "ZIPCOLL_CHANNELS",
                 "0",

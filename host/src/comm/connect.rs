@@ -733,14 +733,14 @@ impl Links {
         Ok(())
     }
 
-    /// Most warps one launch of the `collective` kernel for (`dtype`, `op`) may have: as many
-    /// as are resident at once (they wait on each other's FIFOs). The simulator runs every
-    /// block on its own thread: [`MAX_WARPS`]; a GPU: what the occupancy API says its
-    /// multiprocessors hold, at most [`MAX_WARPS`].
-    pub fn max_warps(&self, dtype: DType, op: ReduceOp) -> Result<usize> {
+    /// Most blocks of `threads` threads (a plan's "warps") one launch of the collective
+    /// kernel for (`dtype`, `op`) may have: as many as are resident at once (they wait on each
+    /// other's FIFOs). The simulator runs every block on its own thread: [`MAX_WARPS`]; a GPU:
+    /// what the occupancy API says its multiprocessors hold, at most [`MAX_WARPS`].
+    pub fn max_warps(&self, threads: u32, dtype: DType, op: ReduceOp) -> Result<usize> {
         match &self.engine {
             Engine::Sim { .. } => Ok(MAX_WARPS),
-            Engine::Cuda { gpu, .. } => Ok(exec_cuda::resident_blocks(gpu, dtype, op)?.min(MAX_WARPS)),
+            Engine::Cuda { gpu, .. } => Ok(exec_cuda::resident_blocks(gpu, threads, dtype, op)?.min(MAX_WARPS)),
         }
     }
 

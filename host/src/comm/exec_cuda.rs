@@ -28,9 +28,10 @@ use std::sync::Arc;
 use zipcoll_device::arbitrate::{sampled_words, word_bytes};
 use zipcoll_device::dtype::DType;
 use zipcoll_device::reduce::ReduceOp;
+use zipcoll_device::team::BLOCK_TEAM_BYTES;
 use zipcoll_primitives::collectives::WorkDesc;
 use zipcoll_primitives::conn::{ChannelDesc, STATUS_WORDS};
-use zipcoll_primitives::kernels::Collective;
+use zipcoll_primitives::kernels::{Collective, CollectiveBlock};
 
 /// Bytes of one status record.
 const RECORD_BYTES: usize = 4 * STATUS_WORDS;
@@ -118,7 +119,7 @@ impl Slot {
                 "{warps} warps in one launch, at most {MAX_WARPS}"
             )));
         }
-        let f = self.gpu.registry().function::<Collective>(Some(dtype), Some(op))?;
+        let f = collective_kernel(&self.gpu, plan.threads, dtype, op)?;
         let layout = Layout::of(plan);
         if self.scratch.bytes() < layout.total {
             let ctx = self.gpu.context();
@@ -134,7 +135,7 @@ impl Slot {
         let (image, status) = unsafe { (self.image.host_bytes_mut(), self.status.host_bytes_mut()) };
         layout.write(plan, image);
         status[..warps * RECORD_BYTES].fill(0);
-        let enqueued = self.enqueue(&f, layout, warps);
+        let enqueued = self.enqueue(&f, layout, warps, plan.threads);
         match enqueued {
             Ok(()) => self.warps = warps,
             Err(_) => {
@@ -146,7 +147,7 @@ impl Slot {
     }
 
     /// The copy, the kernel and the event, on the stream.
-    fn enqueue(&self, f: &CudaFunction, layout: Layout, warps: usize) -> Result<()> {
+    fn enqueue(&self, f: &CudaFunction, layout: Layout, warps: usize, threads: u32) -> Result<()> {
         let stream = self.gpu.stream();
         let ctx = self.gpu.context();
         ctx.bind_to_thread().map_err(cuda_error("cuCtxSetCurrent"))?;
@@ -159,12 +160,13 @@ impl Slot {
             let (works_ptr, starts_ptr) = (base + layout.works_at as u64, base + layout.starts_at as u64);
             let cfg = LaunchConfig {
                 grid_dim: (warps as u32, 1, 1),
-                block_dim: (32, 1, 1),
-                shared_mem_bytes: 0,
+                block_dim: (threads, 1, 1),
+                shared_mem_bytes: shared_bytes(threads),
             };
             let mut launch = stream.launch_builder(f);
             launch.arg(&works_ptr).arg(&starts_ptr);
-            // SAFETY: the entry point takes `(works: *const u8, starts: *const u32)`; `starts`
+            // SAFETY: both entry points take `(works: *const u8, starts: *const u32)` (the block
+            // one with its team's shared memory, given above); `starts`
             // holds `warps + 1` ascending indices into the works (copied before the kernel on
             // the same stream), whose pointers (buffers checked by the call, FIFOs, staging
             // buffers, this slot's status records) are live device or mapped memory.
@@ -200,13 +202,30 @@ impl Finish for Slot {
     }
 }
 
-/// Blocks of one warp of the `collective` kernel for (`dtype`, `op`) that `gpu` holds at once:
-/// the occupancy API's blocks per multiprocessor times the multiprocessors.
-pub(crate) fn resident_blocks(gpu: &CudaGpu, dtype: DType, op: ReduceOp) -> Result<usize> {
-    let f = gpu.registry().function::<Collective>(Some(dtype), Some(op))?;
+/// The collective kernel for blocks of `threads` threads: `collective` for one warp, else
+/// `collective_block` (RAW only; its team's shared memory is [`shared_bytes`]).
+fn collective_kernel(gpu: &CudaGpu, threads: u32, dtype: DType, op: ReduceOp) -> Result<CudaFunction> {
+    match threads {
+        32 => gpu.registry().function::<Collective>(Some(dtype), Some(op)),
+        _ => gpu.registry().function::<CollectiveBlock>(Some(dtype), Some(op)),
+    }
+}
+
+/// Dynamic shared memory of a collective block of `threads` threads.
+fn shared_bytes(threads: u32) -> u32 {
+    match threads {
+        32 => 0,
+        _ => BLOCK_TEAM_BYTES as u32,
+    }
+}
+
+/// Blocks of `threads` threads of the collective kernel for (`dtype`, `op`) that `gpu` holds
+/// at once: the occupancy API's blocks per multiprocessor times the multiprocessors.
+pub(crate) fn resident_blocks(gpu: &CudaGpu, threads: u32, dtype: DType, op: ReduceOp) -> Result<usize> {
+    let f = collective_kernel(gpu, threads, dtype, op)?;
     gpu.context().bind_to_thread().map_err(cuda_error("cuCtxSetCurrent"))?;
     let per_sm = f
-        .occupancy_max_active_blocks_per_multiprocessor(32, 0, None)
+        .occupancy_max_active_blocks_per_multiprocessor(threads, shared_bytes(threads) as usize, None)
         .map_err(cuda_error("cuOccupancyMaxActiveBlocksPerMultiprocessor"))?;
     let sms = gpu
         .context()

@@ -1,6 +1,7 @@
-//! Runs a [`Plan`] on the simulator: one simulated warp (block) per plan warp, every block
-//! co-resident (they wait on each other's peers), the generic `run_works` instantiated for the
-//! call's dtype and operator with `ByChannel` compression, as the GPU kernels are.
+//! Runs a [`Plan`] on the simulator: one simulated block per plan warp, every block co-resident
+//! (they wait on each other's peers), the generic `run_works` instantiated for the call's dtype
+//! and operator as the GPU kernels are: blocks of one warp with `ByChannel` compression, or
+//! blocks of [`Plan::threads`] threads driving their channels as one team with `RawOnly`.
 
 use super::plan::Plan;
 use crate::dispatch::dispatch;
@@ -10,11 +11,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 use zipcoll_device::dtype::{DType, Split};
 use zipcoll_device::reduce::{RedOp, ReduceOp};
+use zipcoll_device::team::{Block, BLOCK_TEAM_BYTES};
 use zipcoll_primitives::collectives::{run_works, WorkDesc};
 use zipcoll_primitives::conn::STATUS_WORDS;
-use zipcoll_primitives::prims::ByChannel;
+use zipcoll_primitives::prims::{ByChannel, RawOnly};
 use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
-use zipcoll_targets::Grid;
+use zipcoll_targets::{Grid, SharedMem};
 
 /// The work lists shared with the simulated blocks.
 struct Works<'a>(&'a [WorkDesc], &'a [u32]);
@@ -44,6 +46,10 @@ pub(crate) fn run<const W: u32>(
     let works = Works(&plan.works, &plan.warp_starts);
     let mut cfg = LaunchConfig::new(warps as u32, W).with_timeout(wait + Duration::from_secs(10));
     cfg.co_resident_blocks = warps as u32;
+    if plan.threads != W {
+        cfg.block_dim = plan.threads;
+        cfg.shared_bytes = BLOCK_TEAM_BYTES as u32;
+    }
     dispatch!(dtype, op, |T, O| go::<W, T, O>(cfg, &works))?;
     let words = status.load();
     Ok(words
@@ -54,12 +60,25 @@ pub(crate) fn run<const W: u32>(
 
 /// The launch for one instantiation; a panic in a simulated kernel is an [`Error::Sim`].
 fn go<const W: u32, T: Split, O: RedOp>(cfg: LaunchConfig, works: &Works<'_>) -> Result<()> {
+    let (block, threads) = (cfg.block_dim != W, cfg.block_dim);
     let kernel = |w: SimWarp<W>| {
         let mine = works.of(w.block_idx() as usize);
-        // SAFETY: the plan's descriptors point at live buffers, FIFOs and status records of
-        // the communicator (checked by its call), and block `b` is the only user of its
-        // channels; a failure is written to the warp's status record.
-        let _ = unsafe { run_works::<SimWarp<W>, T, O, ByChannel>(w, mine) };
+        // SAFETY (both): the plan's descriptors point at live buffers, FIFOs and status records
+        // of the communicator (checked by its call), and block `b` is the only user of its
+        // channels; a failure is written to the channel's status record.
+        if !block {
+            let _ = unsafe { run_works::<SimWarp<W>, T, O, ByChannel>(w, mine) };
+            return;
+        }
+        let (base, len) = w.shared_mem();
+        // SAFETY: the block's own shared memory, for its team alone.
+        match unsafe { Block::new(w, base, len as usize) } {
+            Some(team) => {
+                let _ = unsafe { run_works::<Block<SimWarp<W>>, T, O, RawOnly>(team, mine) };
+            }
+            // (the config checks channel threads: whole warps, at most 512)
+            None => panic!("a block of {threads} threads cannot drive a channel"),
+        }
     };
     match catch_unwind(AssertUnwindSafe(|| launch::<W>(cfg, kernel))) {
         Ok(r) => r.map_err(|e| Error::Sim(e.to_string())),

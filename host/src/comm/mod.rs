@@ -721,21 +721,44 @@ impl Communicator {
         self.auto(dtype, input.ptr().cast_const(), count, self.frame_elems(dtype, count))
     }
 
-    /// The codec a call sends with (`Raw`: compression off), for `n` input elements at `src`
-    /// cut into frames of `fe`.
-    /// The codec of a call sending `n` elements from `src` (null: nothing to sample, so Auto
-    /// decides from the size alone or sends RAW).
-    fn codec_for(&self, opts: Options, dtype: DType, src: *const u8, n: usize, fe: usize) -> Result<CodecId> {
+    /// What a call sending `n` elements from `src` (null: nothing to sample, so Auto decides
+    /// from the size alone or sends RAW), cut into frames of `fe`, sends with.
+    fn codec_for(&self, opts: Options, dtype: DType, src: *const u8, n: usize, fe: usize) -> Result<Sending> {
+        let by_size = |codec| Sending {
+            codec,
+            every_rank_raw: codec == CodecId::Raw,
+        };
         match opts.compression.unwrap_or(self.config.compression) {
-            Compression::Off => Ok(CodecId::Raw),
-            Compression::Lossless(Lossless::Force(c)) => Ok(c),
-            Compression::Lossless(Lossless::Auto) if src.is_null() => {
+            Compression::Off => Ok(by_size(CodecId::Raw)),
+            Compression::Lossless(Lossless::Force(c)) => Ok(by_size(c)),
+            Compression::Lossless(Lossless::Auto) => {
                 let link = self.link_model();
                 let arbiter = Arbiter::new(link);
-                let gate = dispatch_dtype!(dtype, |T| arbiter.gate::<T>(n, fe, u64::MAX));
-                Ok(gate.map_or(CodecId::Raw, |plan| AutoPlan { link, plan }.codec()))
+                // the size alone decides alike on every rank (same count, frames and link)
+                if let Some(plan) = dispatch_dtype!(dtype, |T| arbiter.gate::<T>(n, fe, u64::MAX)) {
+                    return Ok(by_size(AutoPlan { link, plan }.codec()));
+                }
+                let codec = match src.is_null() {
+                    true => CodecId::Raw,
+                    false => self.auto(dtype, src, n, fe)?.codec(),
+                };
+                // a sample decides per rank: a peer may send coded frames even if this rank
+                // sends RAW
+                Ok(Sending {
+                    codec,
+                    every_rank_raw: false,
+                })
             }
-            Compression::Lossless(Lossless::Auto) => self.auto(dtype, src, n, fe).map(|a| a.codec()),
+        }
+    }
+
+    /// Threads driving each channel of a launch: [`Config::channel_threads`] where every rank
+    /// sends RAW (the block-channel kernel, which decodes RAW frames only), else one warp (the
+    /// kernel that decodes any codec).
+    fn channel_threads(&self, sending: Sending) -> u32 {
+        match sending.every_rank_raw {
+            true => self.config.channel_threads,
+            false => 32,
         }
     }
 
@@ -764,15 +787,15 @@ impl Communicator {
     /// other's FIFOs): more than the device holds is an [`Error::InvalidArgument`] that leaves
     /// the communicator usable. An error finding the limit (a driver error, kernels not built)
     /// fails the communicator, as a launch that cannot be enqueued does.
-    fn check_resident(&self, warps: usize, dtype: DType, op: ReduceOp) -> Result<()> {
+    fn check_resident(&self, warps: usize, threads: u32, dtype: DType, op: ReduceOp) -> Result<()> {
         let limit = self
             .links
-            .max_warps(dtype, op)
+            .max_warps(threads, dtype, op)
             .inspect_err(|e| self.fail(e.to_string()))?;
         if warps > limit {
             return Err(Error::InvalidArgument(format!(
-                "a launch of {warps} warps (one per channel and peer direction), but at most {limit} fit on the \
-                 device at once: use fewer peers per group or fewer channels"
+                "a launch of {warps} blocks of {threads} threads (one per channel and peer direction), but at most \
+                 {limit} fit on the device at once: use fewer peers per group, fewer channels or fewer channel threads"
             )));
         }
         Ok(())
@@ -926,16 +949,17 @@ impl Communicator {
         name: &'static str,
         dtype: DType,
         op: ReduceOp,
-        codec: impl FnOnce() -> Result<CodecId>,
+        sending: impl FnOnce() -> Result<Sending>,
         plan: impl FnOnce(&Fabric) -> Plan,
     ) -> Result<()> {
         let mut calls = self.links.calls();
         let found = calls.check(Wait::No);
         self.report(found)?;
-        let codec = codec()?;
+        let sending = sending()?;
         let mut plan = plan(self.links.fabric());
-        self.check_resident(plan.warps(), dtype, op)?;
-        plan.set_codec(codec);
+        plan.threads = self.channel_threads(sending);
+        self.check_resident(plan.warps(), plan.threads, dtype, op)?;
+        plan.set_codec(sending.codec);
         let launched = self
             .links
             .run(&mut calls, name, &mut plan, dtype, op, self.config.timeout);
@@ -988,6 +1012,14 @@ fn cause_error(c: Cause) -> Error {
             reason: c.reason(),
         },
     }
+}
+
+/// The codec a call sends with, and whether every rank of the call sends RAW (so that this
+/// rank receives RAW frames only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Sending {
+    codec: CodecId,
+    every_rank_raw: bool,
 }
 
 /// A collective whose arguments were checked, with its buffers' addresses (the borrows that
@@ -1120,10 +1152,16 @@ impl<'a> Group<'a> {
         dtypes.dedup();
         let of =
             |dtype: DType| -> Vec<P2pOp> { self.ops.iter().filter(|(d, _)| *d == dtype).map(|(_, o)| *o).collect() };
+        let off = opts.compression.unwrap_or(comm.config.compression) == Compression::Off;
+        let group_sending = Sending {
+            codec: CodecId::Raw,
+            every_rank_raw: off,
+        };
         // every launch of the group fits, or none is enqueued (a peer would wait for the rest)
         for &dtype in &dtypes {
             comm.check_resident(
                 Plan::group_warps(&of(dtype), comm.config.channels),
+                comm.channel_threads(group_sending),
                 dtype,
                 ReduceOp::Sum,
             )?;
@@ -1138,12 +1176,18 @@ impl<'a> Group<'a> {
                 CALL_NAMES[9],
                 dtype,
                 ReduceOp::Sum,
+                // a group's peers pick their codecs from their own sends: only compression off
+                // tells every rank that all of them send RAW
                 || match first_send {
                     Some(o) => {
                         let fe = comm.frame_elems(dtype, o.count as usize);
-                        comm.codec_for(opts, dtype, o.buf, o.count as usize, fe)
+                        let codec = comm.codec_for(opts, dtype, o.buf, o.count as usize, fe)?.codec;
+                        Ok(Sending {
+                            codec,
+                            every_rank_raw: group_sending.every_rank_raw,
+                        })
                     }
-                    None => Ok(CodecId::Raw),
+                    None => Ok(group_sending),
                 },
                 |fabric| Plan::group(fabric, &ops, |count| comm.frame_elems(dtype, count as usize) as u64),
             )?;
@@ -1168,13 +1212,15 @@ mod tests {
             let tiny = comm.auto_plan(&buf, 8, DType::Bf16)?;
             let short = comm.auto_plan(&buf, n + 1, DType::Bf16);
             // the decision is the call's: the all_reduce runs with it
-            let codec = comm.codec_for(
-                Options::default(),
-                DType::Bf16,
-                buf.ptr().cast_const(),
-                n,
-                comm.frame_elems(DType::Bf16, n),
-            )?;
+            let codec = comm
+                .codec_for(
+                    Options::default(),
+                    DType::Bf16,
+                    buf.ptr().cast_const(),
+                    n,
+                    comm.frame_elems(DType::Bf16, n),
+                )?
+                .codec;
             Ok((big, tiny, short.is_err(), codec))
         })
         .unwrap();

@@ -1,6 +1,8 @@
 //! What one call runs: the warps of a launch, each with its list of [`WorkDesc`]s and the
 //! [`ChannelDesc`]s they use, built from the rank's [`Fabric`] for any backend (the pointers are
-//! bound to where the lists are copied last, by [`Plan::bind`]).
+//! bound to where the lists are copied last, by [`Plan::bind`]). A plan's "warp" is one block of
+//! the launch, the team that drives its channels: one warp, or [`Plan::threads`] threads in the
+//! block-channel kernel.
 //!
 //! | call                    | warps                                   | warp's works               | channels per work |
 //! |-------------------------|-----------------------------------------|----------------------------|-------------------|
@@ -19,6 +21,9 @@ pub(crate) struct Plan {
     pub works: Vec<WorkDesc>,
     /// Warp `b` runs `works[warp_starts[b]..warp_starts[b + 1]]`.
     pub warp_starts: Vec<u32>,
+    /// Threads of each block: 32, one warp (the kernel that decodes any codec), or more (the
+    /// block-channel kernel: every rank of the call sends RAW).
+    pub threads: u32,
 }
 
 /// One point-to-point operation of a group.
@@ -49,6 +54,7 @@ impl Plan {
             channels: Vec::new(),
             works: Vec::new(),
             warp_starts: vec![0],
+            threads: 32,
         }
     }
 

@@ -22,19 +22,22 @@ use crate::conn::{ChannelDesc, Failure};
 use crate::prims::{Compression, NoPre};
 use zipcoll_device::dtype::Split;
 use zipcoll_device::reduce::RedOp;
-use zipcoll_targets::Warp;
+use zipcoll_device::team::Team;
 
 /// The schedule of the module table over this warp's loops.
 ///
 /// # Safety
 /// `job` is validated ([`super::work::validate`]) and [`super::run_work`]'s contract holds.
 #[inline(never)]
-pub(crate) unsafe fn schedule<W: Warp, T: Split, O: RedOp, E: Compression>(w: W, job: &Job<T>) -> Result<(), Failure> {
+pub(crate) unsafe fn schedule<M: Team, T: Split, O: RedOp, E: Compression>(
+    team: M,
+    job: &Job<T>,
+) -> Result<(), Failure> {
     let (k, r, n, fe) = (job.nranks, job.rank, job.count, job.frame_elems);
     let op = NoPre(O::new(k as u32));
     for d in 1..k {
         // SAFETY: forwarded to the caller (every channel checked before any traffic).
-        let _checked = unsafe { on::<W, T, _, E>(w, &job.channels[d], op, fe)? };
+        let _checked = unsafe { on::<M, T, _, E>(team, &job.channels[d], op, fe)? };
     }
     let npieces = n.div_ceil(fe);
     // (offset of block `c`, piece `p`): start and length
@@ -46,10 +49,10 @@ pub(crate) unsafe fn schedule<W: Warp, T: Split, O: RedOp, E: Compression>(w: W,
             unsafe {
                 if d == 0 {
                     let (s, len) = piece(r, p);
-                    on::<W, T, _, E>(w, &ChannelDesc::NONE, op, fe)?.copy(job.src.add(s), job.dst.add(s), len)?;
+                    on::<M, T, _, E>(team, &ChannelDesc::NONE, op, fe)?.copy(job.src.add(s), job.dst.add(s), len)?;
                     continue;
                 }
-                let mut prims = on::<W, T, _, E>(w, &job.channels[d], op, fe)?;
+                let mut prims = on::<M, T, _, E>(team, &job.channels[d], op, fe)?;
                 let (s, len) = piece(r + d, p);
                 prims.send(job.src.add(s), len)?;
                 let (s, len) = piece(r + k - d, p);

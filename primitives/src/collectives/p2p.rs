@@ -22,15 +22,15 @@ use crate::conn::Failure;
 use crate::prims::{Compression, NoPre};
 use zipcoll_device::dtype::Split;
 use zipcoll_device::reduce::RedOp;
-use zipcoll_targets::Warp;
+use zipcoll_device::team::Team;
 
 /// Runs a group of `Send` / `Recv` descriptors as the module docs say.
 ///
 /// # Safety
 /// Every descriptor is a `Send` or `Recv` and [`super::run_work`]'s contract holds for each.
 #[inline(never)]
-pub(crate) unsafe fn group<W: Warp, T: Split, O: RedOp, E: Compression>(
-    w: W,
+pub(crate) unsafe fn group<M: Team, T: Split, O: RedOp, E: Compression>(
+    team: M,
     works: &[WorkDesc],
 ) -> Result<(), Failure> {
     // every descriptor and channel checked before any traffic
@@ -39,7 +39,7 @@ pub(crate) unsafe fn group<W: Warp, T: Split, O: RedOp, E: Compression>(
         if let Some(job) = unsafe { validate::<T>(work)? } {
             let op = NoPre(O::new(job.nranks as u32));
             // SAFETY: forwarded to the caller.
-            let _checked = unsafe { on::<W, T, _, E>(w, job.ring(), op, job.frame_elems)? };
+            let _checked = unsafe { on::<M, T, _, E>(team, job.ring(), op, job.frame_elems)? };
         }
     }
     for step in 0.. {
@@ -59,7 +59,7 @@ pub(crate) unsafe fn group<W: Warp, T: Split, O: RedOp, E: Compression>(
                 // SAFETY: the piece lies in `0..count` and holds at most `frame_elems`; the
                 // channel is this warp's own.
                 unsafe {
-                    let mut p = on::<W, T, _, E>(w, job.ring(), op, job.frame_elems)?;
+                    let mut p = on::<M, T, _, E>(team, job.ring(), op, job.frame_elems)?;
                     if sending {
                         p.send(job.src.add(s), len)?;
                     } else {

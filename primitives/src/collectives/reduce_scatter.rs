@@ -25,17 +25,20 @@ use crate::conn::Failure;
 use crate::prims::{Compression, Prims};
 use zipcoll_device::dtype::Split;
 use zipcoll_device::reduce::RedOp;
-use zipcoll_targets::Warp;
+use zipcoll_device::team::Team;
 
 /// The schedule of the module table over this warp's loops.
 ///
 /// # Safety
 /// `job` is validated ([`super::work::validate`]) and [`super::run_work`]'s contract holds.
 #[inline(never)]
-pub(crate) unsafe fn schedule<W: Warp, T: Split, O: RedOp, E: Compression>(w: W, job: &Job<T>) -> Result<(), Failure> {
+pub(crate) unsafe fn schedule<M: Team, T: Split, O: RedOp, E: Compression>(
+    team: M,
+    job: &Job<T>,
+) -> Result<(), Failure> {
     let (k, r, n) = (job.nranks, job.rank, job.count);
     // SAFETY: forwarded to the caller.
-    let mut p = unsafe { Prims::<W, T, O, E>::new(w, job.ring(), O::new(k as u32), job.frame_elems)? };
+    let mut p = unsafe { Prims::<M, T, O, E>::new(team, job.ring(), O::new(k as u32), job.frame_elems)? };
     // element `s` of block `c` of `src`
     let src = |c: usize, s: usize| {
         // SAFETY: `c % k < k`, `s < count`: inside `src`'s `k * count` elements.

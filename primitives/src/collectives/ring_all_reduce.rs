@@ -31,7 +31,7 @@ use crate::conn::Failure;
 use crate::prims::{Compression, Prims};
 use zipcoll_device::dtype::Split;
 use zipcoll_device::reduce::RedOp;
-use zipcoll_targets::Warp;
+use zipcoll_device::team::Team;
 
 /// How ring all_reduce cuts `n` elements into loops and chunks (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,11 +67,14 @@ impl RingChunks {
 /// # Safety
 /// `job` is validated ([`super::work::validate`]) and [`super::run_work`]'s contract holds.
 #[inline(never)]
-pub(crate) unsafe fn schedule<W: Warp, T: Split, O: RedOp, E: Compression>(w: W, job: &Job<T>) -> Result<(), Failure> {
+pub(crate) unsafe fn schedule<M: Team, T: Split, O: RedOp, E: Compression>(
+    team: M,
+    job: &Job<T>,
+) -> Result<(), Failure> {
     let (k, rank, src, dst) = (job.nranks, job.rank, job.src, job.dst);
     let op = O::new(k as u32);
     // SAFETY: forwarded to the caller.
-    let mut p = unsafe { Prims::<W, T, O, E>::new(w, job.ring(), op, job.frame_elems)? };
+    let mut p = unsafe { Prims::<M, T, O, E>::new(team, job.ring(), op, job.frame_elems)? };
     let chunks = RingChunks {
         n: job.count,
         nranks: k,

@@ -46,21 +46,21 @@ use crate::conn::{ChannelDesc, Failure};
 use crate::prims::{Compression, NoPre, Prims};
 use zipcoll_device::dtype::Split;
 use zipcoll_device::reduce::RedOp;
-use zipcoll_targets::Warp;
+use zipcoll_device::team::Team;
 
 /// The primitives of `ch` with operator `op` (created per step: creating them again continues
 /// the channel's step counters).
 ///
 /// # Safety
 /// As [`Prims::new`].
-pub(crate) unsafe fn on<W: Warp, T: Split, X: RedOp, E: Compression>(
-    w: W,
+pub(crate) unsafe fn on<M: Team, T: Split, X: RedOp, E: Compression>(
+    team: M,
     ch: &ChannelDesc,
     op: X,
     frame_elems: usize,
-) -> Result<Prims<W, T, X, E>, Failure> {
+) -> Result<Prims<M, T, X, E>, Failure> {
     // SAFETY: forwarded to the caller.
-    unsafe { Prims::new(w, ch, op, frame_elems) }
+    unsafe { Prims::new(team, ch, op, frame_elems) }
 }
 
 /// The schedule of the module table over this warp's loops.
@@ -68,14 +68,17 @@ pub(crate) unsafe fn on<W: Warp, T: Split, X: RedOp, E: Compression>(
 /// # Safety
 /// `job` is validated ([`super::work::validate`]) and [`super::run_work`]'s contract holds.
 #[inline(never)]
-pub(crate) unsafe fn schedule<W: Warp, T: Split, O: RedOp, E: Compression>(w: W, job: &Job<T>) -> Result<(), Failure> {
+pub(crate) unsafe fn schedule<M: Team, T: Split, O: RedOp, E: Compression>(
+    team: M,
+    job: &Job<T>,
+) -> Result<(), Failure> {
     let (k, r, fe, src, dst) = (job.nranks, job.rank, job.frame_elems, job.src, job.dst);
     let op = O::new(k as u32);
     let no_pre = NoPre(op);
     // every channel's configuration, checked before any traffic
     for d in 1..k {
         // SAFETY: forwarded to the caller.
-        let _checked = unsafe { on::<W, T, O, E>(w, &job.channels[d], op, fe)? };
+        let _checked = unsafe { on::<M, T, O, E>(team, &job.channels[d], op, fe)? };
     }
     let chunks = RingChunks {
         n: job.count,
@@ -89,25 +92,25 @@ pub(crate) unsafe fn schedule<W: Warp, T: Split, O: RedOp, E: Compression>(w: W,
         // channel `d` is this warp's own.
         unsafe {
             if k == 1 {
-                on::<W, T, O, E>(w, &ChannelDesc::NONE, op, fe)?.copy(src.add(s), dst.add(s), len)?;
+                on::<M, T, O, E>(team, &ChannelDesc::NONE, op, fe)?.copy(src.add(s), dst.add(s), len)?;
                 continue;
             }
             // phase 1: every piece straight to its owner, then accumulate our own shard
             for d in 1..k {
                 let (s, len) = at(base, r + d);
-                on::<W, T, O, E>(w, &job.channels[d], op, fe)?.send(src.add(s), len)?;
+                on::<M, T, O, E>(team, &job.channels[d], op, fe)?.send(src.add(s), len)?;
             }
-            on::<W, T, O, E>(w, &job.channels[1], op, fe)?.recv_reduce_copy(src.add(s), dst.add(s), len)?;
+            on::<M, T, O, E>(team, &job.channels[1], op, fe)?.recv_reduce_copy(src.add(s), dst.add(s), len)?;
             for d in 2..k {
-                on::<W, T, _, E>(w, &job.channels[d], no_pre, fe)?.recv_reduce_copy(dst.add(s), dst.add(s), len)?;
+                on::<M, T, _, E>(team, &job.channels[d], no_pre, fe)?.recv_reduce_copy(dst.add(s), dst.add(s), len)?;
             }
             // phase 2: our reduced shard to every peer, every peer's into `dst`
             for d in 1..k {
-                on::<W, T, _, E>(w, &job.channels[d], no_pre, fe)?.send(dst.add(s), len)?;
+                on::<M, T, _, E>(team, &job.channels[d], no_pre, fe)?.send(dst.add(s), len)?;
             }
             for d in 1..k {
                 let (s, len) = at(base, r + k - d);
-                on::<W, T, _, E>(w, &job.channels[d], no_pre, fe)?.recv(dst.add(s), len)?;
+                on::<M, T, _, E>(team, &job.channels[d], no_pre, fe)?.recv(dst.add(s), len)?;
             }
         }
     }

@@ -70,7 +70,7 @@
 //! | `src`, `dst` overlap only in place            | [`ConnError::Overlap`]        |
 //! | `channels` non-null when `nranks > 1`         | [`ConnError::NoChannels`]     |
 //!
-//! On any failure (validation or traffic) lane 0 writes the status record to `status` and raises
+//! On any failure (validation or traffic) the team's leader writes the status record to `status` and raises
 //! the launch's abort word (the first non-null `abort` among the channels: every channel of a
 //! launch shares one), so the other ranks stop with [`ConnError::Aborted`].
 
@@ -79,7 +79,8 @@ use crate::conn::{ChannelDesc, ConnError, Failure};
 use crate::prims::Compression;
 use zipcoll_device::dtype::Split;
 use zipcoll_device::reduce::{RedOp, Sum};
-use zipcoll_targets::{Scope, Warp};
+use zipcoll_device::team::Team;
+use zipcoll_targets::{Memory, Scope};
 
 /// The collectives a [`WorkDesc`] can name. ABI: values are stable, append only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -330,9 +331,10 @@ pub unsafe fn validate<'a, T: Split>(work: &'a WorkDesc) -> Result<Option<Job<'a
 }
 
 /// Runs one work descriptor (see the module docs): validates it, then runs its collective's
-/// schedule with elements `T`, operator `O` and compression `E`. Called by every lane of the
-/// warp with the same descriptor. On failure lane 0 writes the status record to `work.status`
-/// and raises the abort word, and the error is returned on every lane; the outputs are then
+/// schedule with elements `T`, operator `O` and compression `E`. Called by every thread of the
+/// team (a warp or a block) with the same descriptor. On failure the leader writes the status
+/// record to `work.status` and raises the abort word, and the error is returned on every
+/// thread; the outputs are then
 /// undefined.
 ///
 /// # Safety
@@ -341,11 +343,11 @@ pub unsafe fn validate<'a, T: Split>(work: &'a WorkDesc) -> Result<Option<Job<'a
 /// (staging buffers aligned for `T::Bits`) leading to the ranks the channel table says, whose
 /// partner warps run matching descriptors (same `coll`, `nranks`, `count`, `frame_elems`,
 /// `nparts`, root, and `T`, `O`); this warp is the only user of its channels.
-pub unsafe fn run_work<W: Warp, T: Split, O: RedOp, E: Compression>(w: W, work: &WorkDesc) -> Result<(), Failure> {
+pub unsafe fn run_work<M: Team, T: Split, O: RedOp, E: Compression>(team: M, work: &WorkDesc) -> Result<(), Failure> {
     // SAFETY: forwarded to the caller.
-    let result = unsafe { run_unreported::<W, T, O, E>(w, core::slice::from_ref(work)) };
+    let result = unsafe { run_unreported::<M, T, O, E>(team, core::slice::from_ref(work)) };
     if let Err(failure) = &result {
-        report(w, work, failure);
+        report(team, work, failure);
     }
     result
 }
@@ -359,7 +361,10 @@ pub unsafe fn run_work<W: Warp, T: Split, O: RedOp, E: Compression>(w: W, work: 
 ///
 /// # Safety
 /// As [`run_work`], for every descriptor.
-pub unsafe fn run_works<W: Warp, T: Split, O: RedOp, E: Compression>(w: W, works: &[WorkDesc]) -> Result<(), Failure> {
+pub unsafe fn run_works<M: Team, T: Split, O: RedOp, E: Compression>(
+    team: M,
+    works: &[WorkDesc],
+) -> Result<(), Failure> {
     let mut i = 0;
     while i < works.len() {
         let p2p = |d: &WorkDesc| matches!(Coll::from_u32(d.coll), Some(Coll::Send | Coll::Recv));
@@ -369,9 +374,9 @@ pub unsafe fn run_works<W: Warp, T: Split, O: RedOp, E: Compression>(w: W, works
             i + 1
         };
         // SAFETY: forwarded to the caller.
-        if let Err(failure) = unsafe { run_unreported::<W, T, O, E>(w, &works[i..end]) } {
+        if let Err(failure) = unsafe { run_unreported::<M, T, O, E>(team, &works[i..end]) } {
             // a group reports to its first descriptor's record
-            report(w, &works[i], &failure);
+            report(team, &works[i], &failure);
             return Err(failure);
         }
         i = end;
@@ -383,14 +388,17 @@ pub unsafe fn run_works<W: Warp, T: Split, O: RedOp, E: Compression>(w: W, works
 ///
 /// # Safety
 /// As [`run_work`].
-unsafe fn run_unreported<W: Warp, T: Split, O: RedOp, E: Compression>(w: W, works: &[WorkDesc]) -> Result<(), Failure> {
+unsafe fn run_unreported<M: Team, T: Split, O: RedOp, E: Compression>(
+    team: M,
+    works: &[WorkDesc],
+) -> Result<(), Failure> {
     if works.len() != 1 || matches!(Coll::from_u32(works[0].coll), Some(Coll::Send | Coll::Recv)) {
         for work in works {
             // SAFETY: forwarded to the caller.
             unsafe { validate::<T>(work)? };
         }
         // SAFETY: forwarded to the caller; every descriptor validated.
-        return unsafe { p2p::group::<W, T, Sum, E>(w, works) };
+        return unsafe { p2p::group::<M, T, Sum, E>(team, works) };
     }
     // SAFETY: forwarded to the caller.
     let Some(job) = (unsafe { validate::<T>(&works[0])? }) else {
@@ -399,30 +407,38 @@ unsafe fn run_unreported<W: Warp, T: Split, O: RedOp, E: Compression>(w: W, work
     // SAFETY (every schedule): the job is validated and the caller's contract holds.
     unsafe {
         match job.coll {
-            Coll::RingAllReduce => ring_all_reduce::schedule::<W, T, O, E>(w, &job),
-            Coll::TwoShotAllReduce => two_shot::schedule::<W, T, O, E>(w, &job),
-            Coll::ReduceScatter => reduce_scatter::schedule::<W, T, O, E>(w, &job),
-            Coll::Reduce => reduce::schedule::<W, T, O, E>(w, &job),
+            Coll::RingAllReduce => ring_all_reduce::schedule::<M, T, O, E>(team, &job),
+            Coll::TwoShotAllReduce => two_shot::schedule::<M, T, O, E>(team, &job),
+            Coll::ReduceScatter => reduce_scatter::schedule::<M, T, O, E>(team, &job),
+            Coll::Reduce => reduce::schedule::<M, T, O, E>(team, &job),
             // the schedules that only move data never apply the operator: instantiating them
             // with `Sum` whatever `O` is keeps one copy per (dtype, compression) in a GPU module
-            Coll::AllGather => all_gather::schedule::<W, T, Sum, E>(w, &job),
-            Coll::Broadcast => broadcast::schedule::<W, T, Sum, E>(w, &job),
-            Coll::AllToAll => all_to_all::schedule::<W, T, Sum, E>(w, &job),
-            Coll::Send | Coll::Recv => p2p::group::<W, T, Sum, E>(w, works),
+            Coll::AllGather => all_gather::schedule::<M, T, Sum, E>(team, &job),
+            Coll::Broadcast => broadcast::schedule::<M, T, Sum, E>(team, &job),
+            Coll::AllToAll => all_to_all::schedule::<M, T, Sum, E>(team, &job),
+            Coll::Send | Coll::Recv => p2p::group::<M, T, Sum, E>(team, works),
         }
     }
 }
 
-/// Lane 0 writes `failure`'s status record to `work.status` (if not null) and raises the abort
-/// word of the first channel that has one.
-fn report<W: Warp>(w: W, work: &WorkDesc, failure: &Failure) {
-    if w.lane_id() != 0 {
+/// Reports `failure` to the first of `works` (nothing if there is none), as a failing run does.
+pub(crate) fn report_first<M: Team>(team: M, works: &[WorkDesc], failure: &Failure) {
+    if let Some(first) = works.first() {
+        report(team, first, failure);
+    }
+}
+
+/// The team's leader writes `failure`'s status record to `work.status` (if not null) and
+/// raises the abort word of the first channel that has one.
+fn report<M: Team>(team: M, work: &WorkDesc, failure: &Failure) {
+    if team.rank() != 0 {
         return;
     }
+    let w = team.warp();
     if !work.status.is_null() {
         for (i, word) in failure.record().into_iter().enumerate() {
             // SAFETY: `status` holds `STATUS_WORDS` words (the descriptor's contract) and only
-            // this warp writes them.
+            // this team writes them.
             unsafe { w.store_volatile(work.status.add(i), word) };
         }
     }

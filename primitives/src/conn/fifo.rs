@@ -1,11 +1,13 @@
-//! The two sides of a FIFO as a warp sees them (the protocol is in the module docs of
-//! [`super`]). Every lane of the warp calls every method together with the same arguments;
-//! lane 0 does the counter traffic and the warp agrees on what it saw through shuffles.
+//! The two sides of a FIFO as the team driving a channel sees them (the protocol is in the
+//! module docs of [`super`]; the team is a warp or a block, [`Team`]). Every thread of the team
+//! calls every method together with the same arguments; the leader (rank 0) does the counter
+//! traffic and the team agrees on what it saw.
 
 use super::desc::{ChannelDesc, ConnDesc, NSLOTS};
 use super::status::{ConnError, Failure, Wait};
 use zipcoll_device::codec::LaneOut;
-use zipcoll_targets::{Scope, Warp};
+use zipcoll_device::team::Team;
+use zipcoll_targets::{Grid, Memory, Scope};
 
 /// A wait reads the clock once per this many polls.
 pub const CLOCK_EVERY: u32 = 64;
@@ -18,28 +20,29 @@ struct Watch {
 }
 
 impl Watch {
-    /// Polls `counter` (acquire, System scope) until `ready(value)`; returns the value on every
-    /// lane, after a warp sync that orders every lane's later accesses after the acquire.
+    /// Polls `counter` (acquire, System scope) until `ready(value)`; returns on every thread of
+    /// the team, after a team sync that orders every thread's later accesses after the acquire.
     ///
-    /// Only lane 0 spins (with no warp operation inside the loop, as NCCL's single polling
-    /// thread); the other lanes wait for it at the shuffle that shares the outcome. The clock is
-    /// read once per [`CLOCK_EVERY`] polls; the wait gives up once `timeout_ns` have passed since
-    /// it began. On the simulator a spinning lane 0 with the others parked is "no progress", so
+    /// Only the leader spins (with no team operation inside the loop, as NCCL's single polling
+    /// thread); the others wait for it where the team shares the outcome. The clock is read once
+    /// per [`CLOCK_EVERY`] polls; the wait gives up once `timeout_ns` have passed since it
+    /// began. On the simulator a spinning leader with the others parked is "no progress", so
     /// the scheduler's own timeout must be longer than `timeout_ns`.
     ///
     /// # Safety
     /// `counter` and `self.abort` are valid, aligned, and only accessed atomically by others.
-    unsafe fn wait<W: Warp>(
+    unsafe fn wait<M: Team>(
         self,
-        w: W,
+        team: M,
         counter: *const u64,
         step: u64,
         what: Wait,
         ready: impl Fn(u64) -> bool,
     ) -> Result<(), Failure> {
-        // lane 0: 0 ready, 1 aborted, 2 timed out; the other lanes: nothing yet
+        let w = team.warp();
+        // the leader: 0 ready, 1 aborted, 2 timed out; the others: nothing yet
         let mut outcome = 0u32;
-        if w.lane_id() == 0 {
+        if team.rank() == 0 {
             let start = w.clock_ns();
             let mut polls = 0u32;
             // SAFETY: forwarded from the caller.
@@ -56,10 +59,13 @@ impl Watch {
                 }
             }
         }
-        // every lane: lane 0's outcome
-        let error = match w.shfl_idx(W::FULL, outcome, 0) {
+        // every thread: the leader's outcome (a warp shares it by a shuffle, a block through
+        // shared memory between two barriers, which also order the acquire before the reads)
+        let error = match team.leader_value(outcome) {
             0 => {
-                w.sync(W::FULL);
+                if M::IS_WARP {
+                    team.barrier();
+                }
                 return Ok(());
             }
             1 => ConnError::Aborted,
@@ -89,18 +95,18 @@ impl SendConn {
     /// The sending side of `ch.send`, continuing from its published `tail`.
     ///
     /// # Safety
-    /// `ch` describes live memory as its module table says, and this warp is the FIFO's only
+    /// `ch` describes live memory as its module table says, and this team is the FIFO's only
     /// sender while the value lives.
-    pub unsafe fn new<W: Warp>(w: W, ch: &ChannelDesc) -> Self {
-        // SAFETY: `tail` is valid (the caller's contract) and only this warp writes it.
-        let step = unsafe { w.load_relaxed(ch.send.tail, Scope::System) };
+    pub unsafe fn new<M: Team>(team: M, ch: &ChannelDesc) -> Self {
+        // SAFETY: `tail` is valid (the caller's contract) and only this team writes it.
+        let step = unsafe { team.warp().load_relaxed(ch.send.tail, Scope::System) };
         Self {
             conn: ch.send,
             watch: Watch {
                 abort: ch.abort,
                 timeout_ns: ch.timeout_ns,
             },
-            step: w.shfl_idx(W::FULL, step, 0),
+            step: team.leader_value(step),
         }
     }
 
@@ -109,29 +115,38 @@ impl SendConn {
         self.step
     }
 
+    /// Continues at `step`, the value [`SendConn::step`] has on the thread of the team that
+    /// moved the connection (a block team's first warp runs the general path alone).
+    pub fn set_step(&mut self, step: u64) {
+        self.step = step;
+    }
+
     /// Waits until the receiver has freed the slot of the next step; returns it (all of its
-    /// `slot_bytes`) for the warp to write one frame into.
-    pub fn wait_slot<W: Warp>(&self, w: W) -> Result<LaneOut<'_>, Failure> {
+    /// `slot_bytes`) for the team to write one frame into.
+    pub fn wait_slot<M: Team>(&self, team: M) -> Result<LaneOut<'_>, Failure> {
         let step = self.step;
         // SAFETY: `head` and `abort` are valid and atomically accessed (`new`'s contract).
         unsafe {
             self.watch
-                .wait(w, self.conn.head, step, Wait::Credit, |head| step < head + NSLOTS)?;
+                .wait(team, self.conn.head, step, Wait::Credit, |head| step < head + NSLOTS)?;
         }
         let offset = (step % NSLOTS) * self.conn.slot_bytes;
         // SAFETY: slot `step % NSLOTS` lies inside `slots` (`NSLOTS * slot_bytes` bytes); the
-        // receiver is done with it (credit acquired above) and only this warp writes it.
+        // receiver is done with it (credit acquired above) and only this team writes it.
         Ok(unsafe { LaneOut::from_raw(self.conn.slots.add(offset as usize), self.conn.slot_bytes as usize) })
     }
 
-    /// Publishes the frame every lane has written into the slot of [`SendConn::wait_slot`].
-    pub fn post<W: Warp>(&mut self, w: W) {
-        // every lane: its part of the frame is written; make it visible system-wide, then meet
-        w.fence_acq_rel(Scope::System);
-        w.sync(W::FULL);
+    /// Publishes the frame the team has written into the slot of [`SendConn::wait_slot`]: the
+    /// team meets (every thread's part of the frame is written), then the leader makes the frame
+    /// visible system-wide and stores `tail` with release (NCCL's pattern: the barrier orders
+    /// the others' writes before the leader's fence).
+    pub fn post<M: Team>(&mut self, team: M) {
+        team.barrier();
         self.step += 1;
-        if w.lane_id() == 0 {
-            // SAFETY: `tail` is valid and only this warp writes it (`new`'s contract).
+        if team.rank() == 0 {
+            let w = team.warp();
+            w.fence_acq_rel(Scope::System);
+            // SAFETY: `tail` is valid and only this team writes it (`new`'s contract).
             unsafe { w.store_release(self.conn.tail, self.step, Scope::System) };
         }
     }
@@ -141,18 +156,18 @@ impl RecvConn {
     /// The receiving side of `ch.recv`, continuing from its published `head`.
     ///
     /// # Safety
-    /// `ch` describes live memory as its module table says, and this warp is the FIFO's only
+    /// `ch` describes live memory as its module table says, and this team is the FIFO's only
     /// receiver while the value lives.
-    pub unsafe fn new<W: Warp>(w: W, ch: &ChannelDesc) -> Self {
-        // SAFETY: `head` is valid (the caller's contract) and only this warp writes it.
-        let step = unsafe { w.load_relaxed(ch.recv.head, Scope::System) };
+    pub unsafe fn new<M: Team>(team: M, ch: &ChannelDesc) -> Self {
+        // SAFETY: `head` is valid (the caller's contract) and only this team writes it.
+        let step = unsafe { team.warp().load_relaxed(ch.recv.head, Scope::System) };
         Self {
             conn: ch.recv,
             watch: Watch {
                 abort: ch.abort,
                 timeout_ns: ch.timeout_ns,
             },
-            step: w.shfl_idx(W::FULL, step, 0),
+            step: team.leader_value(step),
         }
     }
 
@@ -161,15 +176,20 @@ impl RecvConn {
         self.step
     }
 
+    /// Continues at `step` (as [`SendConn::set_step`]).
+    pub fn set_step(&mut self, step: u64) {
+        self.step = step;
+    }
+
     /// Waits until the sender has published the next step; returns its slot (all of its
     /// `slot_bytes`; the frame inside says how long it is). The bytes are whatever the sender
     /// wrote: validate before use.
-    pub fn wait_frame<W: Warp>(&self, w: W) -> Result<&[u8], Failure> {
+    pub fn wait_frame<M: Team>(&self, team: M) -> Result<&[u8], Failure> {
         let step = self.step;
         // SAFETY: `tail` and `abort` are valid and atomically accessed (`new`'s contract).
         unsafe {
             self.watch
-                .wait(w, self.conn.tail, step, Wait::Data, |tail| step < tail)?;
+                .wait(team, self.conn.tail, step, Wait::Data, |tail| step < tail)?;
         }
         let offset = (step % NSLOTS) * self.conn.slot_bytes;
         // SAFETY: slot `step % NSLOTS` lies inside `slots`; the sender published it (acquired
@@ -177,15 +197,15 @@ impl RecvConn {
         Ok(unsafe { core::slice::from_raw_parts(self.conn.slots.add(offset as usize), self.conn.slot_bytes as usize) })
     }
 
-    /// Gives the slot of [`RecvConn::wait_frame`] back to the sender; every lane is done
-    /// reading it.
-    pub fn release<W: Warp>(&mut self, w: W) {
-        // every lane: no more reads of the slot after this meeting point
-        w.sync(W::FULL);
+    /// Gives the slot of [`RecvConn::wait_frame`] back to the sender; every thread of the team
+    /// is done reading it.
+    pub fn release<M: Team>(&mut self, team: M) {
+        // every thread: no more reads of the slot after this meeting point
+        team.barrier();
         self.step += 1;
-        if w.lane_id() == 0 {
-            // SAFETY: `head` is valid and only this warp writes it (`new`'s contract).
-            unsafe { w.store_release(self.conn.head, self.step, Scope::System) };
+        if team.rank() == 0 {
+            // SAFETY: `head` is valid and only this team writes it (`new`'s contract).
+            unsafe { team.warp().store_release(self.conn.head, self.step, Scope::System) };
         }
     }
 }

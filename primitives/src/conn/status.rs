@@ -6,8 +6,8 @@
 //!
 //! | code                | [`ConnError`]                   | `a`                 | `b`         |
 //! |---------------------|---------------------------------|---------------------|-------------|
-//! | 1..=13              | `Frame(e)`: a received frame was rejected | `e`'s record (the frame-status table of `kernels::codec`) | |
-//! | `0x100` + 1..=13    | `Encode(e)`: a frame could not be written | as above           |             |
+//! | 1..=15              | `Frame(e)`: a received frame was rejected | `e`'s record (the frame-status table of `kernels::codec`) | |
+//! | `0x100` + 1..=15    | `Encode(e)`: a frame could not be written | as above           |             |
 //! | [`code::FRAME_LENGTH`] | `FrameLength`                | `expected`          | `found`     |
 //! | [`code::TIMEOUT`]   | `Timeout(wait)`                 | `wait` (0 credit, 1 data) | 0     |
 //! | [`code::ABORTED`]   | `Aborted`                       | 0                   | 0           |
@@ -22,6 +22,7 @@
 //! | [`code::OVERLAP`]   | `Overlap`                       | 0                   | 0           |
 //! | [`code::NO_CHANNELS`] | `NoChannels`                  | 0                   | 0           |
 //! | [`code::BAD_COUNT`] | `BadCount`                      | 0                   | 0           |
+//! | [`code::BAD_LAUNCH`] | `BadLaunch`                    | `threads`           | `shared_bytes` |
 //! | any other nonzero code, or a known one with `a` or `b` out of its range | `Unrecognized { code, a, b }` | as found | as found |
 //!
 //! A record whose code is 0 says "no failure"; every other record is a failure, so a record no
@@ -66,6 +67,8 @@ pub mod code {
     pub const NO_CHANNELS: u32 = 0x20C;
     /// A work descriptor's buffers are larger than the address space.
     pub const BAD_COUNT: u32 = 0x20D;
+    /// `ConnError::BadLaunch`.
+    pub const BAD_LAUNCH: u32 = 0x20E;
 }
 
 /// One side of a channel.
@@ -121,6 +124,10 @@ pub enum ConnError {
     NoChannels,
     /// The buffers' sizes in bytes overflow.
     BadCount,
+    /// A block-channel kernel launched with blocks of `threads` threads and `shared_bytes` of
+    /// dynamic shared memory, which cannot form its team (whole warps, at most 32, and
+    /// `zipcoll_device::team::BLOCK_TEAM_BYTES` of shared memory).
+    BadLaunch { threads: u32, shared_bytes: u32 },
     /// A status record with a nonzero code that no kernel of this version writes (or a known
     /// code with fields out of range): a failure whose cause is unknown, never a success.
     Unrecognized { code: u32, a: u32, b: u32 },
@@ -163,6 +170,12 @@ impl core::fmt::Display for Failure {
             ConnError::Overlap => write!(f, "src and dst overlap other than in place"),
             ConnError::NoChannels => write!(f, "no channels for a collective that moves data between ranks"),
             ConnError::BadCount => write!(f, "the buffers' sizes overflow"),
+            ConnError::BadLaunch { threads, shared_bytes } => write!(
+                f,
+                "a block-channel launch of {threads}-thread blocks with {shared_bytes} bytes of shared memory \
+                 (it needs whole warps, at most 32, and {} bytes)",
+                zipcoll_device::team::BLOCK_TEAM_BYTES
+            ),
             ConnError::Unrecognized { code, a, b } => {
                 write!(
                     f,
@@ -201,6 +214,7 @@ impl Failure {
             ConnError::Overlap => [code::OVERLAP, 0, 0],
             ConnError::NoChannels => [code::NO_CHANNELS, 0, 0],
             ConnError::BadCount => [code::BAD_COUNT, 0, 0],
+            ConnError::BadLaunch { threads, shared_bytes } => [code::BAD_LAUNCH, threads, shared_bytes],
             ConnError::Unrecognized { code, a, b } => [code, a, b],
         };
         [c, a, b, sat(self.step)]
@@ -252,6 +266,10 @@ impl Failure {
             code::OVERLAP => ConnError::Overlap,
             code::NO_CHANNELS => ConnError::NoChannels,
             code::BAD_COUNT => ConnError::BadCount,
+            code::BAD_LAUNCH => ConnError::BadLaunch {
+                threads: a,
+                shared_bytes: b,
+            },
             c if c > code::ENCODE && c < code::FRAME_LENGTH => {
                 ConnError::Encode(frame_error(c - code::ENCODE, a, b, reason)?)
             }
@@ -291,6 +309,10 @@ mod tests {
             ConnError::Overlap,
             ConnError::NoChannels,
             ConnError::BadCount,
+            ConnError::BadLaunch {
+                threads: 100,
+                shared_bytes: 16,
+            },
             ConnError::Unrecognized {
                 code: 0x300,
                 a: 1,

@@ -38,6 +38,7 @@
 //! | 12   | `WrongDType`            | `frame` (`DType`)    | `expected`   |
 //! | 13   | `InputTooLarge`         | `bytes`              | 0            |
 //! | 14   | `ScratchTooSmall`       | `need`               | `have`       |
+//! | 15   | `CodecNotBuilt`         | `codec` (`CodecId`)  | 0            |
 //!
 //! A `Corrupt` record cannot carry its `reason` (a string in the device's memory);
 //! [`frame_error`] takes the reason from its caller (the host re-decodes the one failing frame
@@ -88,6 +89,8 @@ pub mod code {
     pub const INPUT_TOO_LARGE: u32 = 13;
     /// `FrameError::ScratchTooSmall`.
     pub const SCRATCH_TOO_SMALL: u32 = 14;
+    /// `FrameError::CodecNotBuilt`.
+    pub const CODEC_NOT_BUILT: u32 = 15;
 }
 
 /// `v` as a `u32`, saturated.
@@ -113,6 +116,7 @@ pub fn error_record(e: &FrameError) -> [u32; 3] {
         FrameError::WrongDType { frame, expected } => [code::WRONG_DTYPE, frame as u32, expected as u32],
         FrameError::InputTooLarge { bytes } => [code::INPUT_TOO_LARGE, sat(bytes), 0],
         FrameError::ScratchTooSmall { need, have } => [code::SCRATCH_TOO_SMALL, sat(need), sat(have)],
+        FrameError::CodecNotBuilt { codec } => [code::CODEC_NOT_BUILT, codec as u32, 0],
     }
 }
 
@@ -156,6 +160,9 @@ pub fn frame_error(code: u32, a: u32, b: u32, reason: &'static str) -> Option<Fr
         code::SCRATCH_TOO_SMALL => FrameError::ScratchTooSmall {
             need: a as usize,
             have: b as usize,
+        },
+        code::CODEC_NOT_BUILT if b == 0 => FrameError::CodecNotBuilt {
+            codec: CodecId::from_u8(byte(a)?)?,
         },
         _ => return None,
     })
@@ -353,7 +360,7 @@ mod tests {
     use super::*;
 
     /// One error of every variant, with fields that fit their record words.
-    const ERRORS: [FrameError; 14] = [
+    const ERRORS: [FrameError; 15] = [
         FrameError::Truncated { need: 64, have: 40 },
         FrameError::BadMagic { found: 0x1234 },
         FrameError::UnsupportedVersion { found: 9 },
@@ -381,11 +388,12 @@ mod tests {
         },
         FrameError::InputTooLarge { bytes: 5 },
         FrameError::ScratchTooSmall { need: 7, have: 6 },
+        FrameError::CodecNotBuilt { codec: CodecId::ExpAns },
     ];
 
     #[test]
     fn records_map_back_to_the_error() {
-        let mut codes: [u32; 14] = [0; 14];
+        let mut codes: [u32; 15] = [0; 15];
         for (e, c) in ERRORS.iter().zip(&mut codes) {
             let [code, a, b] = error_record(e);
             assert_eq!(frame_error(code, a, b, "test"), Some(*e));
@@ -394,14 +402,16 @@ mod tests {
         assert_eq!(
             codes,
             core::array::from_fn(|i| i as u32 + 1),
-            "codes are 1..=14 in table order"
+            "codes are 1..=15 in table order"
         );
     }
 
     #[test]
     fn unknown_records_are_none() {
         assert_eq!(frame_error(code::OK, 0, 0, ""), None);
-        assert_eq!(frame_error(15, 0, 0, ""), None);
+        assert_eq!(frame_error(16, 0, 0, ""), None);
+        assert_eq!(frame_error(code::CODEC_NOT_BUILT, 9, 0, ""), None);
+        assert_eq!(frame_error(code::CODEC_NOT_BUILT, 1, 1, ""), None);
         assert_eq!(frame_error(code::UNKNOWN_CODEC, 256, 0, ""), None);
         assert_eq!(frame_error(code::CORRUPT, 99, 0, ""), None);
         assert_eq!(frame_error(code::WRONG_DTYPE, 0, 9, ""), None);

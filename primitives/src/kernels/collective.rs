@@ -1,23 +1,46 @@
-//! The collectives as GPU kernels: one block of one warp per plan warp; block `b` runs the work
-//! descriptors `works[starts[b] .. starts[b + 1]]` with [`run_works`] (each rank launches its
-//! own kernel; the ranks' warps meet through their FIFOs).
+//! The collectives as GPU kernels: block `b` of a launch runs the work descriptors
+//! `works[starts[b] .. starts[b + 1]]` with [`run_works`] (each rank launches its own kernel;
+//! the ranks' channels meet through their FIFOs).
 //!
-//! | kernel         | frames it sends                                                     | instances  |
-//! |----------------|---------------------------------------------------------------------|------------|
-//! | [`collective`] | coded with each channel's codec (`ChannelDesc::codec`: RAW is compression off) | dtype x op |
+//! | kernel               | a channel is driven by | frames it sends                            | frames it decodes | instances  |
+//! |----------------------|------------------------|--------------------------------------------|-------------------|------------|
+//! | [`collective`]       | a block of one warp    | coded with each channel's codec (`ChannelDesc::codec`: RAW is compression off) | any codec | dtype x op |
+//! | [`collective_block`] | a block of up to 32 warps ([`Block`]) | RAW                          | RAW only          | dtype x op, NVIDIA |
 //!
-//! The codec is a run-time choice (`ByChannel`), not a kernel per codec: every schedule of
-//! every collective is in each kernel, and the data-movement schedules and the frame coders are
-//! out of line and shared, so the module stays small enough to load. Received frames are
-//! decoded whatever their codec, so ranks that send with different codecs interoperate. Failures are in each warp's status record (the work descriptor's
-//! `status`), not in the launch's result.
+//! In [`collective`] the codec is a run-time choice (`ByChannel`), not a kernel per codec: every
+//! schedule of every collective is in each kernel, and the data-movement schedules and the frame
+//! coders are out of line and shared, so the module stays small enough to load. Received frames
+//! are decoded whatever their codec, so ranks that send with different codecs interoperate.
+//! [`collective_block`] is for calls that every rank sends RAW (compression off, or Auto
+//! deciding RAW from the call's size alone, which every rank does alike): no symbol coder in it,
+//! so it stays small enough for blocks of 512 threads, every thread moving vectors of the
+//! step; a coded frame is a typed error there (`FrameError::CodecNotBuilt`), never decoded
+//! wrong. Failures are in each channel's status record (the work descriptor's `status`), not in
+//! the launch's result.
 
-use crate::collectives::{run_works, WorkDesc};
-use crate::prims::ByChannel;
+use crate::collectives::{report_first, run_works, WorkDesc};
+use crate::conn::{ConnError, Failure};
+use crate::prims::{ByChannel, RawOnly};
 use zipcoll_codegen::kernel;
 use zipcoll_device::dtype::Split;
 use zipcoll_device::reduce::RedOp;
-use zipcoll_targets::Warp;
+use zipcoll_device::team::Block;
+use zipcoll_targets::{SharedMem, Warp};
+
+/// The works of block `b`: `works[starts[b] .. starts[b + 1]]`.
+///
+/// # Safety
+/// `starts` holds at least `b + 2` ascending indices into `works`, an array of 8-aligned
+/// [`WorkDesc`]s that outlives the result.
+#[inline(always)]
+unsafe fn block_works<'a>(b: u32, works: *const u8, starts: *const u32) -> &'a [WorkDesc] {
+    let b = b as usize;
+    // SAFETY: the caller's contract.
+    unsafe {
+        let (lo, hi) = (starts.add(b).read() as usize, starts.add(b + 1).read() as usize);
+        core::slice::from_raw_parts(works.cast::<WorkDesc>().add(lo), hi.saturating_sub(lo))
+    }
+}
 
 /// Runs the launch's works: blocks of one warp, block `b` the works `starts[b] .. starts[b + 1]`;
 /// each channel's frames are coded with the codec its descriptor names (`ChannelDesc::codec`,
@@ -28,13 +51,38 @@ use zipcoll_targets::Warp;
 /// an array of 8-aligned [`WorkDesc`]s, each satisfying [`run_works`]'s contract.
 #[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2], op = [sum, prod, min, max, avg], vendor = [nvptx, amdgpu])]
 pub unsafe fn collective<W: Warp, T: Split, O: RedOp>(w: W, works: *const u8, starts: *const u32) {
-    let b = w.block_idx() as usize;
-    // SAFETY: `starts` holds `grid_dim + 1` ascending indices into `works` (the caller's
-    // contract), and `works` holds that many aligned `WorkDesc`s.
-    let mine = unsafe {
-        let (lo, hi) = (starts.add(b).read() as usize, starts.add(b + 1).read() as usize);
-        core::slice::from_raw_parts(works.cast::<WorkDesc>().add(lo), hi.saturating_sub(lo))
-    };
+    // SAFETY: the caller's contract.
+    let mine = unsafe { block_works(w.block_idx(), works, starts) };
     // SAFETY: forwarded to the caller; a failure is in the warp's status record.
     let _ = unsafe { run_works::<W, T, O, ByChannel>(w, mine) };
+}
+
+/// Runs the launch's works with each block as one channel team: block `b` (every thread of it)
+/// the works `starts[b] .. starts[b + 1]`, sending RAW frames and taking only RAW frames. A
+/// block that cannot form its team (see [`Block::new`]) reports
+/// [`ConnError::BadLaunch`] to its first work and runs nothing.
+///
+/// # Safety
+/// As [`collective`], for blocks of any number of threads; the launch's dynamic shared memory
+/// is for this kernel alone.
+#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2], op = [sum, prod, min, max, avg], vendor = [nvptx])]
+pub unsafe fn collective_block<W: Warp + SharedMem, T: Split, O: RedOp>(w: W, works: *const u8, starts: *const u32) {
+    // SAFETY: the caller's contract.
+    let mine = unsafe { block_works(w.block_idx(), works, starts) };
+    let (base, len) = w.shared_mem();
+    // SAFETY: the block's dynamic shared memory, which nothing else in this kernel uses.
+    match unsafe { Block::new(w, base, len as usize) } {
+        Some(team) => {
+            // SAFETY: forwarded to the caller; a failure is in the channel's status record.
+            let _ = unsafe { run_works::<Block<W>, T, O, RawOnly>(team, mine) };
+        }
+        None if w.warp_idx() == 0 => {
+            let error = ConnError::BadLaunch {
+                threads: w.block_dim(),
+                shared_bytes: len,
+            };
+            report_first(w, mine, &Failure { step: 0, error });
+        }
+        None => {}
+    }
 }

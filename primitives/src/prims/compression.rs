@@ -1,12 +1,13 @@
-//! How the primitives encode what they send, chosen at launch as a type parameter. Receiving
-//! needs no choice: every frame says its codec, and [`zipcoll_device::codec::decode_frame`]
-//! decodes any of them.
+//! How the primitives encode what they send, chosen at launch as a type parameter, and which
+//! frames they can decode: every frame says its codec, and all but [`RawOnly`] decode any of
+//! them ([`zipcoll_device::codec::decode_frame`]).
 //!
-//! | type          | frames sent                                                        |
-//! |---------------|--------------------------------------------------------------------|
-//! | [`Off`]       | RAW (header + the elements as they are)                            |
-//! | [`Force<C>`]  | coded with the symbol coder `C`, RAW where that is not smaller     |
-//! | [`ByChannel`] | coded with the codec the channel names (`ChannelDesc::codec`, read at run time), RAW where not smaller; RAW for `CodecId::Raw` |
+//! | type          | frames sent                                                        | frames decoded |
+//! |---------------|--------------------------------------------------------------------|----------------|
+//! | [`Off`]       | RAW (header + the elements as they are)                            | any            |
+//! | [`Force<C>`]  | coded with the symbol coder `C`, RAW where that is not smaller     | any            |
+//! | [`ByChannel`] | coded with the codec the channel names (`ChannelDesc::codec`, read at run time), RAW where not smaller; RAW for `CodecId::Raw` | any |
+//! | [`RawOnly`]   | RAW                                                                | RAW only: a coded frame is `FrameError::CodecNotBuilt` (no symbol coder in the kernel: the block-channel kernel, for calls every rank sends RAW) |
 //!
 //! `Off` and `Force<C>` fix the codec at compile time (one kernel per codec); `ByChannel` keeps
 //! every coder in one kernel and picks per channel at run time, which is what the GPU entry
@@ -14,7 +15,8 @@
 
 use core::marker::PhantomData;
 use zipcoll_device::codec::{
-    encode_frame, encode_raw_frame, CodecId, ExpAns, ExpWindow, FixedLen, Huffman, LaneOut, SymbolCoder,
+    decode_frame, decode_raw_frame, encode_frame, encode_raw_frame, CodecId, ExpAns, ExpWindow, FixedLen, Huffman,
+    LaneOut, SymbolCoder,
 };
 use zipcoll_device::dtype::Split;
 use zipcoll_device::frame::FrameError;
@@ -30,6 +32,13 @@ pub trait Compression {
     /// Whether every frame [`Compression::encode`] writes for channel codec `codec` is RAW (so a
     /// step may write it itself: [`super::raw`]).
     fn sends_raw(codec: u64) -> bool;
+
+    /// Decodes one received frame into `out` (see [`decode_frame`]); returns its elements.
+    /// Called by every lane of the warp with the same arguments.
+    #[inline(always)]
+    fn decode<W: Warp, T: Split>(w: W, frame: &[u8], out: LaneOut<'_>) -> Result<usize, FrameError> {
+        decode_frame::<W, T>(w, frame, out)
+    }
 }
 
 /// Compression off: RAW frames.
@@ -81,5 +90,24 @@ impl Compression for ByChannel {
 
     fn sends_raw(codec: u64) -> bool {
         codec == CodecId::Raw as u64
+    }
+}
+
+/// RAW frames sent, and only RAW frames decoded (see the module table).
+pub struct RawOnly;
+
+impl Compression for RawOnly {
+    #[inline(always)]
+    fn encode<W: Warp, T: Split>(w: W, _: u64, input: &[T::Bits], out: LaneOut<'_>) -> Result<usize, FrameError> {
+        encode_raw_frame::<W, T>(w, input, out)
+    }
+
+    fn sends_raw(_: u64) -> bool {
+        true
+    }
+
+    #[inline(always)]
+    fn decode<W: Warp, T: Split>(w: W, frame: &[u8], out: LaneOut<'_>) -> Result<usize, FrameError> {
+        decode_raw_frame::<W, T>(w, frame, out)
     }
 }

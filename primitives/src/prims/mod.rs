@@ -38,24 +38,27 @@
 //! nothing of a rejected one: no staging buffer, no scalar passes. Anything else (coded frames, odd
 //! alignment, a frame that is not what the step expects) takes the general path above.
 //!
-//! One warp per channel: the frame codec is warp-cooperative (all lanes of a warp encode or
-//! decode one frame together), so a channel is driven by exactly one warp and more bandwidth
-//! comes from more channels, i.e. more warps, each with its own [`crate::conn::ChannelDesc`].
-//! Every step ends with a warp sync, so the next step may reuse the staging buffer.
+//! A channel is driven by one team ([`Team`]): a warp, or a whole thread block. The RAW fast path
+//! spreads its vectors over every thread of the team; the general path's frame codec is
+//! warp-cooperative (all lanes of a warp encode or decode one frame together), so on a block
+//! team it runs on the block's first warp while the others wait ([`Team::solo`]), and the
+//! block shares its outcome. Every step ends with a team sync, so the next step may reuse the
+//! staging buffer.
 
 mod compression;
 pub mod raw;
 pub mod value;
 
-pub use compression::{ByChannel, Compression, Force, Off};
+pub use compression::{ByChannel, Compression, Force, Off, RawOnly};
 
 use crate::conn::{ChannelDesc, ConnError, Failure, RecvConn, SendConn, Side};
 use core::marker::PhantomData;
-use zipcoll_device::codec::{decode_frame, max_encoded_len, LaneOut};
+use zipcoll_device::codec::{max_encoded_len, LaneOut};
 use zipcoll_device::dtype::{Elem, Split};
 use zipcoll_device::frame::FrameError;
 use zipcoll_device::reduce::{RedOp, ReduceOp};
-use zipcoll_targets::Warp;
+use zipcoll_device::team::Team;
+use zipcoll_targets::{Lanes, Warp};
 
 /// `O` without its per-contribution step: `pre` is the identity, `combine` is `O`'s. For steps
 /// whose local input is already pre-processed (a partial reduction, a reduced result, or data
@@ -85,16 +88,16 @@ impl<O: RedOp> RedOp for NoPre<O> {
     }
 }
 
-/// One warp's primitives over one channel, for elements `T`, operator `O` and compression `E`.
-pub struct Prims<W, T: Split, O, E> {
-    link: Link<W, T, E>,
+/// One team's primitives over one channel, for elements `T`, operator `O` and compression `E`.
+pub struct Prims<M, T: Split, O, E> {
+    link: Link<M, T, E>,
     op: O,
 }
 
 /// What the primitives of a channel hold besides the operator: the out-of-line general path is
 /// a method of this, generic over the step's [`value::StepValue`] rather than the operator.
-struct Link<W, T: Split, E> {
-    w: W,
+struct Link<M, T: Split, E> {
+    team: M,
     send: Option<SendConn>,
     recv: Option<RecvConn>,
     stage: *mut T::Bits,
@@ -103,7 +106,7 @@ struct Link<W, T: Split, E> {
     _encoding: PhantomData<E>,
 }
 
-impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
+impl<M: Team, T: Split, O: RedOp, E: Compression> Prims<M, T, O, E> {
     /// The primitives of channel `ch` for chunks of up to `frame_elems` elements. Checks that a
     /// frame of `frame_elems` elements fits the slots of each present side and, when a side is
     /// present, the staging buffer (a typed error, step 0, otherwise).
@@ -113,9 +116,9 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
     ///
     /// # Safety
     /// `ch` describes live memory as [`crate::conn`]'s tables say (each side either present or
-    /// all null), its staging buffer is aligned for `T::Bits`, and this warp is the only user of
+    /// all null), its staging buffer is aligned for `T::Bits`, and this team is the only user of
     /// the channel while the value lives.
-    pub unsafe fn new(w: W, ch: &ChannelDesc, op: O, frame_elems: usize) -> Result<Self, Failure> {
+    pub unsafe fn new(team: M, ch: &ChannelDesc, op: O, frame_elems: usize) -> Result<Self, Failure> {
         let config = |error| Err(Failure { step: 0, error });
         if frame_elems == 0 {
             return config(ConnError::NoFrameElems);
@@ -135,11 +138,11 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
             });
         }
         let link = Link {
-            w,
+            team,
             // SAFETY: forwarded from the caller (the side is present).
-            send: has_send.then(|| unsafe { SendConn::new(w, ch) }),
+            send: has_send.then(|| unsafe { SendConn::new(team, ch) }),
             // SAFETY: forwarded from the caller (the side is present).
-            recv: has_recv.then(|| unsafe { RecvConn::new(w, ch) }),
+            recv: has_recv.then(|| unsafe { RecvConn::new(team, ch) }),
             stage: ch.stage.cast(),
             codec: ch.codec,
             _encoding: PhantomData,
@@ -148,7 +151,7 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
     }
 
     /// One step over a chunk of `n` elements (see the module table for the flags). Called by
-    /// every lane of the warp with the same arguments. On `Err`, `dst` may hold part of a
+    /// every thread of the team with the same arguments. On `Err`, `dst` may hold part of a
     /// rejected frame; nothing of it was combined or sent on. A step that needs an absent side
     /// fails with [`ConnError::NoConnection`] before it touches anything.
     ///
@@ -182,14 +185,23 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
         if let Some(done) = unsafe { self.run_raw::<RECV, REDUCE, SEND, COPY>(src, dst, n) } {
             return done;
         }
-        let general = General::<W, T, E, RECV, SEND, COPY> {
-            link: &mut self.link,
-            src,
-            dst,
-            n,
-        };
-        // SAFETY: forwarded from the caller; the sides the flags need are present (checked).
-        unsafe { value::with_step_value::<O, RECV, REDUCE, _>(self.op, general) }
+        let (op, link) = (self.op, &mut self.link);
+        // the general path on one warp (the whole team when it is one); its outcome and the
+        // connections' steps after it, for every thread
+        let (result, steps) = link.team.solo(|w| {
+            let general = General::<M::Warp, M, T, E, RECV, SEND, COPY> {
+                w,
+                link: &mut *link,
+                src,
+                dst,
+                n,
+            };
+            // SAFETY: forwarded from the caller; the sides the flags need are present (checked).
+            let result = unsafe { value::with_step_value::<O, RECV, REDUCE, _>(op, general) };
+            (result, link.steps())
+        });
+        link.set_steps(steps);
+        result
     }
 
     /// The step over [`raw`]'s fast path, when it applies: the frame sent (if any) is RAW,
@@ -206,7 +218,7 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
         dst: *mut T::Bits,
         n: usize,
     ) -> Option<Result<(), Failure>> {
-        let w = self.link.w;
+        let team = self.link.team;
         let local = REDUCE || !RECV;
         if (SEND && !E::sends_raw(self.link.codec)) || (local && !raw::aligned(src)) || (COPY && !raw::aligned(dst)) {
             return None;
@@ -215,7 +227,7 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
         let mut received = (core::ptr::null(), 0u32, 0u64);
         if let (true, Some(recv)) = (RECV, self.link.recv.as_ref()) {
             let step = recv.step();
-            let frame = match recv.wait_frame(w) {
+            let frame = match recv.wait_frame(team) {
                 Ok(frame) => frame,
                 Err(e) => return Some(Err(e)),
             };
@@ -227,7 +239,7 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
             // rejected frame is ever combined into the caller's buffer
             if REDUCE && COPY {
                 // SAFETY: the frame holds `n` aligned elements of payload (`classify`).
-                let computed = unsafe { raw::recv_checksum::<W, T>(w, payload, n) };
+                let computed = unsafe { raw::recv_checksum::<M, T>(team, payload, n) };
                 if computed != stored {
                     return Some(Err(raw::checksum_failure(step, stored, computed)));
                 }
@@ -236,7 +248,7 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
         }
         let mut slot = core::ptr::null_mut();
         if let (true, Some(send)) = (SEND, self.link.send.as_ref()) {
-            match send.wait_slot(w) {
+            match send.wait_slot(team) {
                 Ok(out) => slot = out.as_mut_ptr(),
                 Err(e) => return Some(Err(e)),
             }
@@ -251,17 +263,17 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
         // SAFETY: the payload holds `n` aligned elements (`classify`); `src`, `dst` are valid
         // as `run`'s caller promised and aligned (checked); the slot holds a frame of
         // `frame_elems >= n` elements (checked in `new`).
-        let sums = unsafe { raw::combine_send::<W, T, O, RECV, REDUCE, SEND, COPY>(w, self.op, &step) };
-        // every lane: the received payload's checksum; a mismatch publishes nothing
+        let sums = unsafe { raw::combine_send::<M, T, O, RECV, REDUCE, SEND, COPY>(team, self.op, &step) };
+        // every thread: the received payload's checksum; a mismatch publishes nothing
         if RECV && sums.received != received.1 {
             return Some(Err(raw::checksum_failure(received.2, received.1, sums.received)));
         }
-        // `release` and `post` sync the warp before they publish
+        // `release` and `post` sync the team before they publish
         if let (true, Some(recv)) = (RECV, self.link.recv.as_mut()) {
-            recv.release(w);
+            recv.release(team);
         }
         if let (true, Some(send)) = (SEND, self.link.send.as_mut()) {
-            send.post(w);
+            send.post(team);
         }
         Some(Ok(()))
     }
@@ -344,16 +356,17 @@ impl<W: Warp, T: Split, O: RedOp, E: Compression> Prims<W, T, O, E> {
     }
 }
 
-/// [`Link::run_general`] as a [`value::StepFn`].
-struct General<'a, W, T: Split, E, const RECV: bool, const SEND: bool, const COPY: bool> {
-    link: &'a mut Link<W, T, E>,
+/// [`Link::run_general`] as a [`value::StepFn`], on warp `w` of the link's team.
+struct General<'a, W, M, T: Split, E, const RECV: bool, const SEND: bool, const COPY: bool> {
+    w: W,
+    link: &'a mut Link<M, T, E>,
     src: *const T::Bits,
     dst: *mut T::Bits,
     n: usize,
 }
 
-impl<W: Warp, T: Split, E: Compression, const RECV: bool, const SEND: bool, const COPY: bool> value::StepFn
-    for General<'_, W, T, E, RECV, SEND, COPY>
+impl<M: Team, T: Split, E: Compression, const RECV: bool, const SEND: bool, const COPY: bool> value::StepFn
+    for General<'_, M::Warp, M, T, E, RECV, SEND, COPY>
 {
     type Output = Result<(), Failure>;
     /// # Safety
@@ -363,28 +376,50 @@ impl<W: Warp, T: Split, E: Compression, const RECV: bool, const SEND: bool, cons
         // SAFETY: forwarded from the caller.
         unsafe {
             self.link
-                .run_general::<V, RECV, SEND, COPY>(v, self.src, self.dst, self.n)
+                .run_general::<V, RECV, SEND, COPY>(self.w, v, self.src, self.dst, self.n)
         }
     }
 }
 
-impl<W: Warp, T: Split, E: Compression> Link<W, T, E> {
-    /// The step over the general path: decode the received frame, combine, encode the sent one
-    /// (see the module docs), computing `v` per element. Out of line: one instance per (warp,
-    /// dtype, compression, value, flags), shared by every schedule and operator that takes the
-    /// step, instead of a copy in each.
+impl<M: Team, T: Split, E: Compression> Link<M, T, E> {
+    /// The connections' next steps (receive, send; 0 for an absent side).
+    fn steps(&self) -> (u64, u64) {
+        (
+            self.recv.as_ref().map_or(0, RecvConn::step),
+            self.send.as_ref().map_or(0, SendConn::step),
+        )
+    }
+
+    /// Sets the connections' next steps to `steps` (of [`Link::steps`], on the team's thread
+    /// that moved them).
+    fn set_steps(&mut self, (recv, send): (u64, u64)) {
+        if let Some(r) = self.recv.as_mut() {
+            r.set_step(recv);
+        }
+        if let Some(s) = self.send.as_mut() {
+            s.set_step(send);
+        }
+    }
+
+    /// The step over the general path, by warp `w` of the team (the team's first warp, or the
+    /// team itself): decode the received frame, combine, encode the sent one (see the module
+    /// docs), computing `v` per element. Out of line: one instance per (team, dtype,
+    /// compression, value, flags), shared by every schedule and operator that takes the step,
+    /// instead of a copy in each.
     ///
     /// # Safety
-    /// As [`Prims::run`] (`REDUCE` being `V::REDUCE`); the sides the flags need are present.
+    /// As [`Prims::run`] (`REDUCE` being `V::REDUCE`); the sides the flags need are present;
+    /// every lane of `w` calls this, and no other thread of the team uses the channel or the
+    /// step's buffers meanwhile.
     #[inline(never)]
     unsafe fn run_general<V: value::StepValue, const RECV: bool, const SEND: bool, const COPY: bool>(
         &mut self,
+        w: M::Warp,
         v: V,
         src: *const T::Bits,
         dst: *mut T::Bits,
         n: usize,
     ) -> Result<(), Failure> {
-        let w = self.w;
         let bytes = n * T::DTYPE.size_bytes();
         // where the chunk's value is computed and sent from
         let target = if COPY { dst } else { self.stage };
@@ -396,7 +431,7 @@ impl<W: Warp, T: Split, E: Compression> Link<W, T, E> {
             // `frame_elems >= n` elements, checked in `new`); only this warp writes it, through
             // `LaneOut`.
             let out = unsafe { LaneOut::from_raw(landing.cast::<u8>(), bytes) };
-            let found = decode_out_of_line::<W, T>(w, frame, out).map_err(|e| Failure {
+            let found = decode_out_of_line::<M::Warp, T, E>(w, frame, out).map_err(|e| Failure {
                 step,
                 error: ConnError::Frame(e),
             })?;
@@ -424,10 +459,10 @@ impl<W: Warp, T: Split, E: Compression> Link<W, T, E> {
                     };
                     target.add(i).write(v.of::<T>(received, src.add(i).read()));
                 }
-                i += W::WIDTH as usize;
+                i += <M::Warp as Lanes>::WIDTH as usize;
             }
             // every lane: `target[..n]` holds the chunk's value, written by all lanes
-            w.sync(W::FULL);
+            w.sync(<M::Warp as Lanes>::FULL);
         }
         if let (true, Some(send)) = (SEND, self.send.as_mut()) {
             let step = send.step();
@@ -435,7 +470,7 @@ impl<W: Warp, T: Split, E: Compression> Link<W, T, E> {
             // SAFETY: `target[..n]` is initialized (received or computed above) and no lane
             // writes it until the next step, which starts after `post`'s warp sync.
             let input = unsafe { core::slice::from_raw_parts(target.cast_const(), n) };
-            encode_out_of_line::<W, T, E>(w, self.codec, input, slot).map_err(|e| Failure {
+            encode_out_of_line::<M::Warp, T, E>(w, self.codec, input, slot).map_err(|e| Failure {
                 step,
                 error: ConnError::Encode(e),
             })?;
@@ -445,13 +480,17 @@ impl<W: Warp, T: Split, E: Compression> Link<W, T, E> {
     }
 }
 
-/// [`decode_frame`], never inlined: the frame decoder (every codec's) is the largest part of a
+/// `E::decode`, never inlined: the frame decoder (every codec's) is the largest part of a
 /// step, and inlined at each of the primitives' call sites it would be copied into every
-/// schedule of every (operator, compression) kernel; out of line there is one copy per
-/// (warp, dtype), shared by all of them.
+/// schedule of every operator's kernel; out of line there is one copy per (warp, dtype,
+/// compression), shared by all of them.
 #[inline(never)]
-fn decode_out_of_line<W: Warp, T: Split>(w: W, frame: &[u8], out: LaneOut<'_>) -> Result<usize, FrameError> {
-    decode_frame::<W, T>(w, frame, out)
+fn decode_out_of_line<W: Warp, T: Split, E: Compression>(
+    w: W,
+    frame: &[u8],
+    out: LaneOut<'_>,
+) -> Result<usize, FrameError> {
+    E::decode::<W, T>(w, frame, out)
 }
 
 /// `E::encode`, never inlined (as [`decode_out_of_line`]: one copy per (warp, dtype, codec)).

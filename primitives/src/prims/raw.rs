@@ -6,14 +6,16 @@
 //! |----------------------------|-----------------------------|-----------------------------------------------|
 //! | check (`REDUCE` and `COPY`) | the received payload       | nothing: its checksum, compared with the header's before `dst` is touched |
 //! | main                       | the received payload, `src` | `dst` (`COPY`), the sent payload (`SEND`); both checksums |
-//! | header                     |                             | lane 0: the sent frame's header               |
+//! | header                     |                             | the leader: the sent frame's header           |
 //!
 //! A received payload that does not match its checksum is an error before anything is
 //! published: the frame written to the send slot is not posted, and `dst` holds at most a copy
 //! of the rejected data (steps that combine into `dst` check first), as the general path's
-//! contract allows. Lane `l` moves 16-byte vectors `l, l + WIDTH, ..`, [`UNROLL`] of them
-//! loaded before any is used, so a warp keeps `UNROLL x WIDTH x 16` bytes of loads in flight;
-//! the last `bytes % 16` bytes (at most 4 words) go word by word, element by element. The frames
+//! contract allows. The step is moved by the channel's team (a warp or a block, [`Team`]):
+//! thread `r` of a team of `size` moves 16-byte vectors `r, r + size, ..`, [`UNROLL`] of them
+//! loaded before any is used, so the team keeps `UNROLL x size x 16` bytes of loads in flight;
+//! the last `bytes % 16` bytes (at most 4 words) go word by word, element by element, on
+//! threads 0..4. The frames
 //! written are byte-identical to [`zipcoll_device::codec::encode_raw_frame`]'s, and a received
 //! frame that is not exactly a RAW frame of the step's `n` elements is left to the general path
 //! (which decodes it or reports why not).
@@ -23,14 +25,14 @@
 
 use super::value::{with_step_value, StepFn, StepValue};
 use crate::conn::{ConnError, Failure};
-use zipcoll_device::bits::warp_sum_u32;
 use zipcoll_device::codec::CodecId;
 use zipcoll_device::dtype::Elem;
 use zipcoll_device::frame::{checksum_term, FrameError, FrameHeader, HEADER_BYTES};
 use zipcoll_device::reduce::RedOp;
-use zipcoll_targets::{Warp, Word};
+use zipcoll_device::team::Team;
+use zipcoll_targets::Word;
 
-/// Vectors each lane loads before it uses any of them (the copies [`unrolled!`] makes).
+/// Vectors each thread loads before it uses any of them (the copies [`unrolled!`] makes).
 pub const UNROLL: usize = 4;
 
 /// Runs `$body` [`UNROLL`] times with `$u` a constant `0, 1, ..`: arrays indexed by `$u` stay
@@ -139,18 +141,19 @@ pub struct RawStep<T: Elem> {
     pub n: usize,
 }
 
-/// The check pass: the checksum of the `n` received elements at `recv` (every lane gets it).
+/// The check pass: the checksum of the `n` received elements at `recv` (every thread of the
+/// team gets it).
 ///
 /// # Safety
 /// `recv` is 16-byte aligned and valid for reads of `n` elements.
 #[inline(never)]
-pub unsafe fn recv_checksum<W: Warp, T: Elem>(w: W, recv: *const T::Bits, n: usize) -> u32 {
+pub unsafe fn recv_checksum<M: Team, T: Elem>(team: M, recv: *const T::Bits, n: usize) -> u32 {
     let bytes = n * T::DTYPE.size_bytes();
     let nvec = bytes / VECTOR_BYTES;
     let vectors = recv.cast::<Vector>();
     let mut acc = 0u32;
-    let mut v = w.lane_id() as usize;
-    let stride = W::WIDTH as usize;
+    let mut v = team.rank() as usize;
+    let stride = team.size() as usize;
     while v < nvec {
         let mut loaded = [Vector::default(); UNROLL];
         unrolled!(U => {
@@ -168,14 +171,14 @@ pub unsafe fn recv_checksum<W: Warp, T: Elem>(w: W, recv: *const T::Bits, n: usi
         });
         v += UNROLL * stride;
     }
-    // lane l: the terms of its vectors; the tail words (at most 4) go to lanes 0..4
-    let word = nvec * 4 + w.lane_id() as usize;
+    // thread r: the terms of its vectors; the tail words (at most 4) go to threads 0..4
+    let word = nvec * 4 + team.rank() as usize;
     if word * 4 < bytes {
         // SAFETY: the word's elements that exist are inside the payload.
         let bits = unsafe { tail_word::<T>(recv, word, n) };
         acc = acc.wrapping_add(checksum_term(bits, word as u32));
     }
-    warp_sum_u32(w, acc).wrapping_add(bytes as u32)
+    team.sum_u32(acc).wrapping_add(bytes as u32)
 }
 
 /// The main pass and the header of a step of operator `op` ([`combine_send_value`] over the
@@ -187,7 +190,7 @@ pub unsafe fn recv_checksum<W: Warp, T: Elem>(w: W, recv: *const T::Bits, n: usi
 /// As [`combine_send_value`], with `REDUCE` for `V::REDUCE`.
 #[inline(always)]
 pub unsafe fn combine_send<
-    W: Warp,
+    M: Team,
     T: Elem,
     O: RedOp,
     const RECV: bool,
@@ -195,22 +198,22 @@ pub unsafe fn combine_send<
     const SEND: bool,
     const COPY: bool,
 >(
-    w: W,
+    team: M,
     op: O,
     s: &RawStep<T>,
 ) -> RawSums {
     // SAFETY: forwarded from the caller.
-    unsafe { with_step_value::<O, RECV, REDUCE, _>(op, CombineSend::<W, T, RECV, SEND, COPY> { w, s }) }
+    unsafe { with_step_value::<O, RECV, REDUCE, _>(op, CombineSend::<M, T, RECV, SEND, COPY> { team, s }) }
 }
 
 /// [`combine_send_value`] as a [`StepFn`].
-struct CombineSend<'a, W, T: Elem, const RECV: bool, const SEND: bool, const COPY: bool> {
-    w: W,
+struct CombineSend<'a, M, T: Elem, const RECV: bool, const SEND: bool, const COPY: bool> {
+    team: M,
     s: &'a RawStep<T>,
 }
 
-impl<W: Warp, T: Elem, const RECV: bool, const SEND: bool, const COPY: bool> StepFn
-    for CombineSend<'_, W, T, RECV, SEND, COPY>
+impl<M: Team, T: Elem, const RECV: bool, const SEND: bool, const COPY: bool> StepFn
+    for CombineSend<'_, M, T, RECV, SEND, COPY>
 {
     type Output = RawSums;
     /// # Safety
@@ -218,16 +221,16 @@ impl<W: Warp, T: Elem, const RECV: bool, const SEND: bool, const COPY: bool> Ste
     #[inline(always)]
     unsafe fn call<V: StepValue>(self, v: V) -> RawSums {
         // SAFETY: forwarded from the caller.
-        unsafe { combine_send_value::<W, T, V, RECV, SEND, COPY>(self.w, v, self.s) }
+        unsafe { combine_send_value::<M, T, V, RECV, SEND, COPY>(self.team, v, self.s) }
     }
 }
 
 /// The main pass and the header: computes each element's value (`V`'s, from the received
 /// element when `RECV` and the local one when `V` reduces or the step does not receive),
-/// writes it to `dst` (`COPY`) and to the send slot's payload (`SEND`), then lane 0 writes the
-/// sent frame's header. Returns the frame's bytes and the received payload's checksum (every
-/// lane gets them). Ends without a warp sync: the caller's `post` (or the next step) orders the
-/// lanes.
+/// writes it to `dst` (`COPY`) and to the send slot's payload (`SEND`), then the leader writes
+/// the sent frame's header. Returns the frame's bytes and the received payload's checksum
+/// (every thread gets them). Ends without a team sync: the caller's `post` (or the next step)
+/// orders the threads.
 ///
 /// # Safety
 /// The pointers of `s` are valid as [`RawStep`] says for the flags (`REDUCE` being
@@ -235,14 +238,14 @@ impl<W: Warp, T: Elem, const RECV: bool, const SEND: bool, const COPY: bool> Ste
 /// frame of `n` elements.
 #[inline(never)]
 pub unsafe fn combine_send_value<
-    W: Warp,
+    M: Team,
     T: Elem,
     V: StepValue,
     const RECV: bool,
     const SEND: bool,
     const COPY: bool,
 >(
-    w: W,
+    team: M,
     step_value: V,
     s: &RawStep<T>,
 ) -> RawSums {
@@ -254,8 +257,8 @@ pub unsafe fn combine_send_value<
     let dst = s.dst.cast::<Vector>();
     let out = s.send.wrapping_add(HEADER_BYTES).cast::<Vector>();
     let (mut acc, mut got_acc) = (0u32, 0u32);
-    let mut v = w.lane_id() as usize;
-    let stride = W::WIDTH as usize;
+    let mut v = team.rank() as usize;
+    let stride = team.size() as usize;
     while v < nvec {
         let mut got = [Vector::default(); UNROLL];
         let mut mine = [Vector::default(); UNROLL];
@@ -301,8 +304,8 @@ pub unsafe fn combine_send_value<
         });
         v += UNROLL * stride;
     }
-    // lanes 0..4: the tail words, element by element
-    let word = nvec * 4 + w.lane_id() as usize;
+    // threads 0..4: the tail words, element by element
+    let word = nvec * 4 + team.rank() as usize;
     if word * 4 < bytes {
         let per = 4 / T::DTYPE.size_bytes();
         let first = word * per;
@@ -326,9 +329,10 @@ pub unsafe fn combine_send_value<
         acc = acc.wrapping_add(checksum_term(bits, word as u32));
         got_acc = got_acc.wrapping_add(checksum_term(got_bits, word as u32));
     }
-    let checksum = warp_sum_u32(w, acc).wrapping_add(bytes as u32);
-    let received = warp_sum_u32(w, got_acc).wrapping_add(bytes as u32);
-    if SEND && w.lane_id() == 0 {
+    // (a block team pays two barriers per sum: only the sums a step uses are taken)
+    let checksum = if SEND { team.sum_u32(acc) } else { 0 }.wrapping_add(bytes as u32);
+    let received = if RECV { team.sum_u32(got_acc) } else { 0 }.wrapping_add(bytes as u32);
+    if SEND && team.rank() == 0 {
         let h = FrameHeader::new(CodecId::Raw, T::DTYPE, 0, 0, bytes as u32, bytes as u32, checksum);
         let header = h.to_bytes();
         for (k, half) in header.chunks_exact(VECTOR_BYTES).enumerate() {

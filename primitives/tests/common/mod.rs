@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use crate::sim_net::Net;
+use crate::sim_net::{Channel, Net};
 use zipcoll_device::dtype::Split;
 use zipcoll_device::reduce::RedOp;
 use zipcoll_primitives::collectives::{
@@ -126,6 +126,21 @@ pub fn check<T: Split, O: RedOp, E: Compression>(
     in_place: bool,
     seed: u64,
 ) {
+    check_on::<T, O, E>(Channel::Warp, coll, nranks, nparts, root, count, in_place, seed);
+}
+
+/// [`check`] with every channel driven by a team of the `channel`'s kind.
+#[allow(clippy::too_many_arguments)]
+pub fn check_on<T: Split, O: RedOp, E: Compression>(
+    channel: Channel,
+    coll: Coll,
+    nranks: usize,
+    nparts: usize,
+    root: usize,
+    count: usize,
+    in_place: bool,
+    seed: u64,
+) {
     let k = nranks;
     let (slen, dlen) = lens(coll, k, count);
     // the inputs as the reference sees them: `slen` elements per rank
@@ -170,13 +185,13 @@ pub fn check<T: Split, O: RedOp, E: Compression>(
             vec![net.work(coll, r, part, root, src, dst, count, FRAME_ELEMS)]
         })
         .collect();
-    let results = net.run::<T, O, E>(&warps);
+    let results = net.run_on::<T, O, E>(&warps, channel);
     let views: Vec<&[T::Bits]> = inputs.iter().map(Vec::as_slice).collect();
     for (i, result) in results.iter().enumerate() {
         assert_eq!(
             *result,
             Ok(()),
-            "{coll:?} {:?} {:?} k {k} parts {nparts} count {count} in place {in_place}: warp {i}",
+            "{coll:?} {:?} {:?} k {k} parts {nparts} count {count} in place {in_place} {channel:?}: list {i}",
             T::DTYPE,
             O::OP
         );
@@ -187,7 +202,7 @@ pub fn check<T: Split, O: RedOp, E: Compression>(
         let bad = got.iter().zip(&want).position(|(a, b)| a != b);
         assert!(
             bad.is_none() && got.len() == want.len(),
-            "{coll:?} {:?} {:?} k {k} parts {nparts} root {root} count {count} in place {in_place} seed {seed}: \
+            "{coll:?} {:?} {:?} k {k} parts {nparts} root {root} count {count} in place {in_place} seed {seed} {channel:?}: \
              rank {r} element {bad:?} differs: got {:?} want {:?}",
             T::DTYPE,
             O::OP,

@@ -29,11 +29,19 @@ use std::sync::Mutex;
 use std::time::Duration;
 use zipcoll_device::dtype::Split;
 use zipcoll_device::reduce::RedOp;
+use zipcoll_device::team::{Block, Team, BLOCK_TEAM_BYTES};
 use zipcoll_primitives::collectives::{run_works, Coll, WorkDesc};
 use zipcoll_primitives::conn::{ChannelDesc, ConnDesc, Failure, NSLOTS, STATUS_WORDS};
 use zipcoll_primitives::prims::Compression;
 use zipcoll_targets::sim::{launch, LaunchConfig, SimError, SimWarp};
-use zipcoll_targets::Grid;
+use zipcoll_targets::{Grid, SharedMem};
+
+/// What drives each list of work descriptors: a warp, or a block of this many threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Channel {
+    Warp,
+    Block(u32),
+}
 
 /// Lanes per warp in these tests.
 pub const WIDTH: u32 = 32;
@@ -244,17 +252,46 @@ impl Net {
 
     /// Runs every list of `warps` with [`run_works`] (one block each); each warp's result.
     pub fn run<T: Split, O: RedOp, E: Compression>(&self, warps: &[Vec<WorkDesc>]) -> Vec<Result<(), Failure>> {
-        let results = Mutex::new(vec![Ok(()); warps.len()]);
-        let lists = Shared(warps);
-        self.launch(warps.len(), |w, i| {
-            // SAFETY: the descriptors point at the net's memory and the test's buffers, laid out
-            // by the conventions (the test's contract).
-            let result = unsafe { run_works::<_, T, O, E>(w, &lists.get()[i]) };
-            if zipcoll_targets::Lanes::lane_id(w) == 0 {
+        self.run_on::<T, O, E>(warps, Channel::Warp)
+    }
+
+    /// [`Net::run`] with each list driven by a team of the `channel`'s kind.
+    pub fn run_on<T: Split, O: RedOp, E: Compression>(
+        &self,
+        lists: &[Vec<WorkDesc>],
+        channel: Channel,
+    ) -> Vec<Result<(), Failure>> {
+        let results = Mutex::new(vec![Ok(()); lists.len()]);
+        let shared = Shared(lists);
+        let record = |i: usize, leader: bool, result| {
+            if leader {
                 results.lock().unwrap()[i] = result;
             }
-        })
-        .unwrap();
+        };
+        let mut cfg = LaunchConfig::new(lists.len() as u32, WIDTH).with_timeout(Duration::from_secs(30));
+        cfg.co_resident_blocks = lists.len() as u32;
+        let launched = match channel {
+            // SAFETY (both): the descriptors point at the net's memory and the test's buffers,
+            // laid out by the conventions (the test's contract).
+            Channel::Warp => launch::<WIDTH>(cfg, |w| {
+                let i = w.block_idx() as usize;
+                let result = unsafe { run_works::<_, T, O, E>(w, &shared.get()[i]) };
+                record(i, zipcoll_targets::Lanes::lane_id(w) == 0, result);
+            }),
+            Channel::Block(threads) => {
+                cfg.block_dim = threads;
+                cfg.shared_bytes = BLOCK_TEAM_BYTES as u32;
+                launch::<WIDTH>(cfg, |w| {
+                    let i = w.block_idx() as usize;
+                    let (base, len) = w.shared_mem();
+                    // SAFETY: the block's own shared memory, for the team alone.
+                    let team = unsafe { Block::new(w, base, len as usize) }.expect("a block team");
+                    let result = unsafe { run_works::<_, T, O, E>(team, &shared.get()[i]) };
+                    record(i, team.rank() == 0, result);
+                })
+            }
+        };
+        launched.unwrap();
         results.into_inner().unwrap()
     }
 }

@@ -12,13 +12,18 @@
 //! ```no_run
 //! let tc = zipcoll_gpu_build::Toolchain::find()?;
 //! let ptx = zipcoll_gpu_build::build(&tc, zipcoll_gpu_build::GpuArch::Sm90)?;
-//! println!("{}", tc.ptxas_verbose(&ptx, "sm_90")?);
+//! println!("{}", tc.ptxas_entries(&ptx, "sm_90", &["zc_collective__bf16__sum"])?);
 //! # Ok::<(), zipcoll_gpu_build::BuildError>(())
 //! ```
 //!
 //! Which architectures a host build embeds is [`selection`]'s answer: the ones
 //! `ZIPCOLL_GPU_ARCHS` names (`sm_90,gfx942`, `all`, `none`), else the GPUs this machine has
 //! (none on a machine without a GPU: the simulator needs no GPU code).
+//!
+//! rustc has no launch-bounds attribute for PTX, so the build adds CUDA's `__launch_bounds__(N,
+//! 1)`: every entry point named in [`MAX_THREADS`] gets `.maxntid N, 1, 1` and `.minnctapersm
+//! 1` (at most `N` threads per block, one block per multiprocessor at least), so ptxas budgets
+//! registers for it: 128 for 512 threads (with `.maxntid` alone it chose 64 and spilled).
 //!
 //! Each architecture builds in its own `target/gpu/<arch>` directory, so builds are incremental
 //! and never clobber each other. The nested cargo runs with a clean environment (only `PATH`,
@@ -337,12 +342,73 @@ pub fn build(tc: &Toolchain, arch: GpuArch) -> Result<PathBuf, BuildError> {
         .env("RUSTC", tc.root.join("bin/rustc"))
         .args(["build", "--release", "--locked", "--target", triple]);
     run("cargo build (GPU kernels)", cmd)?;
-    Ok(target_dir.join(triple).join("release").join(arch.artifact_name()))
+    let artifact = target_dir.join(triple).join("release").join(arch.artifact_name());
+    if arch.is_nvidia() {
+        let io = |error: std::io::Error| BuildError::Spawn {
+            tool: format!("the PTX launch bounds over {}", artifact.display()),
+            error,
+        };
+        let ptx = std::fs::read_to_string(&artifact).map_err(io)?;
+        let bounded = with_launch_bounds(&ptx);
+        if bounded != ptx {
+            std::fs::write(&artifact, bounded).map_err(io)?;
+        }
+    }
+    Ok(artifact)
+}
+
+/// Entry points (by name prefix) launched with at most this many threads per block: PTX's
+/// `.maxntid`, which [`build`] adds. The host launches them within it (the driver reports it as
+/// the function's maximum threads per block).
+pub const MAX_THREADS: &[(&str, u32)] = &[("zc_collective_block__", 512)];
+
+/// `ptx` with `.maxntid N, 1, 1` and `.minnctapersm 1` after the parameter list of every entry
+/// point that [`MAX_THREADS`] names (once: a module that has them already is returned
+/// unchanged).
+pub fn with_launch_bounds(ptx: &str) -> String {
+    let mut out = String::with_capacity(ptx.len() + 64);
+    let mut bound: Option<u32> = None;
+    let mut lines = ptx.lines().peekable();
+    while let Some(line) = lines.next() {
+        out.push_str(line);
+        out.push('\n');
+        if let Some(name) = line.trim_start().strip_prefix(".visible .entry ") {
+            bound = MAX_THREADS
+                .iter()
+                .find(|(prefix, _)| name.starts_with(prefix))
+                .map(|&(_, n)| n);
+        }
+        // (rustc ends the list with `)`, then a comment naming the entry)
+        if let (Some(n), true) = (bound, line.trim_start().starts_with(')')) {
+            if !lines
+                .peek()
+                .is_some_and(|next| next.trim_start().starts_with(".maxntid"))
+            {
+                out.push_str(&format!(".maxntid {n}, 1, 1\n.minnctapersm 1\n"));
+            }
+            bound = None;
+        }
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn launch_bounds_go_after_the_named_entries_parameters_once() {
+        let ptx = ".visible .entry zc_collective__bf16__sum(\n\t.param .u64 a\n)\n{\n}\n\
+                   .visible .entry zc_collective_block__bf16__sum(\n\t.param .u64 a,\n\t.param .u64 b\n)    // @zc\n{\n}\n";
+        let bounded = with_launch_bounds(ptx);
+        assert_eq!(
+            bounded,
+            ".visible .entry zc_collective__bf16__sum(\n\t.param .u64 a\n)\n{\n}\n\
+             .visible .entry zc_collective_block__bf16__sum(\n\t.param .u64 a,\n\t.param .u64 b\n)    // @zc\n\
+             .maxntid 512, 1, 1\n.minnctapersm 1\n{\n}\n"
+        );
+        assert_eq!(with_launch_bounds(&bounded), bounded);
+    }
 
     #[test]
     fn arch_lists_parse_in_build_order_without_repeats() {
