@@ -27,6 +27,7 @@
 # COMM_RANKS=2 runs the comm steps with two ranks (on one GPU: P2P over CUDA IPC within the
 # device); COMM_CHECK_ARGS adds arguments to `zipcoll-comm check` (e.g. --quick).
 # | comm_bench  | `zipcoll-comm bench` over P2P and NET, NCCL's bench on NVLink and on its socket transport (loopback) |
+# | channel_threads | `zipcoll-comm bench` over P2P (COMM_SIZES, default 1M,64M,1G) with each channel driven by ZIPCOLL_CHANNEL_THREADS of THREADS_SWEEP (default 32 128 256 512; 32 is the one-warp kernel), after `zipcoll-comm check --quick` over P2P with the default threads |
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 LOGS=$OUT/logs
@@ -133,6 +134,12 @@ for step in $STEPS; do
           NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_SOCKET_NTHREADS=2 NCCL_NSOCKS_PERTHREAD=4 \
             run nccl_bench_socket python3 benches/gpu/nccl_collectives.py bench socket $S
         fi
+      done ;;
+    channel_threads)
+      run check_block_p2p .gpu/bin/zipcoll-comm check --transport p2p --quick --ranks ${COMM_RANKS:-2}
+      for th in ${THREADS_SWEEP:-32 128 256 512}; do
+        run "bench_threads_$th" env ZIPCOLL_CHANNEL_THREADS=$th .gpu/bin/zipcoll-comm bench --transport p2p \
+          --sizes ${COMM_SIZES:-1M,64M,1G} --iters ${COMM_ITERS:-5} --ranks ${COMM_RANKS:-2}
       done ;;
     inspect)
       for f in normal_bf16:bf16 weights_bf16:bf16 grads_f32:f32 acts_bf16:bf16 weights_f16:f16 weights_f8e4m3:f8e4m3 grads_f8e5m2:f8e5m2; do
