@@ -26,6 +26,11 @@
 #
 # COMM_RANKS=2 runs the comm steps with two ranks (on one GPU: P2P over CUDA IPC within the
 # device); COMM_CHECK_ARGS adds arguments to `zipcoll-comm check` (e.g. --quick).
+# MPS=1 runs the steps under an MPS control daemon of this script's own (pipe and log
+# directories under /tmp, stopped at the end): without it the ranks' processes on one GPU
+# time-slice (their kernels never run at once), so a collective's time there is the
+# scheduler's, not the kernels'. KEEP_CUBIN=1 copies the compiled module to $OUT (a later
+# call may carry it back in ZIPCOLL_CUDA_MODULE).
 # | comm_bench  | `zipcoll-comm bench` over P2P and NET, NCCL's bench on NVLink and on its socket transport (loopback) |
 # | channel_threads | `zipcoll-comm bench` over P2P (COMM_SIZES, default 1M,64M,1G) with each channel driven by ZIPCOLL_CHANNEL_THREADS of THREADS_SWEEP (default 32 128 256 512; 32 is the one-warp kernel), after `zipcoll-comm check --quick` over P2P with the default threads |
 set -uo pipefail
@@ -60,6 +65,13 @@ elif "$PTXAS" -arch=sm_90 --split-compile 0 .gpu/bin/zipcoll_kernels.sm_90.ptx -
   echo "ptxas sm_90: $(( $(date +%s) - start )) s" | tee -a "$OUT/summary.log"
 else
   echo "ptxas failed: the binaries JIT the embedded PTX" | tee -a "$OUT/summary.log"
+fi
+[ "${KEEP_CUBIN:-}" = 1 ] && [ -s "${ZIPCOLL_CUDA_MODULE:-}" ] && cp "$ZIPCOLL_CUDA_MODULE" "$OUT/zipcoll.sm_90.cubin"
+if [ "${MPS:-}" = 1 ]; then
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/zipcoll-mps/pipe CUDA_MPS_LOG_DIRECTORY=/tmp/zipcoll-mps/log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d && echo "MPS daemon started" | tee -a "$OUT/summary.log"
+  trap 'echo quit | nvidia-cuda-mps-control' EXIT
 fi
 for step in $STEPS; do
   case $step in
