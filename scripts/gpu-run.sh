@@ -32,6 +32,7 @@
 # scheduler's, not the kernels'. KEEP_CUBIN=1 copies the compiled module to $OUT (a later
 # call may carry it back in ZIPCOLL_CUDA_MODULE).
 # | comm_bench  | `zipcoll-comm bench` over P2P and NET, NCCL's bench on NVLink and on its socket transport (loopback) |
+# | comm_sweep  | `zipcoll-comm bench` over P2P (COMM_SIZES) once per setting of SWEEP: space-separated settings, each comma-separated environment assignments (e.g. `ZIPCOLL_CHANNELS=32,ZIPCOLL_CHANNEL_THREADS=512`) |
 # | channel_threads | `zipcoll-comm bench` over P2P (COMM_SIZES, default 1M,64M,1G) with each channel driven by ZIPCOLL_CHANNEL_THREADS of THREADS_SWEEP (default 32 128 256 512; 32 is the one-warp kernel), after `zipcoll-comm check --quick` over P2P with the default threads |
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
@@ -146,6 +147,11 @@ for step in $STEPS; do
           NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_SOCKET_NTHREADS=2 NCCL_NSOCKS_PERTHREAD=4 \
             run nccl_bench_socket python3 benches/gpu/nccl_collectives.py bench socket $S
         fi
+      done ;;
+    comm_sweep)
+      for setting in ${SWEEP:?comm_sweep needs SWEEP}; do
+        run "sweep_${setting//[^A-Za-z0-9_]/_}" env ${setting//,/ } .gpu/bin/zipcoll-comm bench --transport p2p \
+          --sizes ${COMM_SIZES:-1M,64M,1G} --iters ${COMM_ITERS:-5} --ranks ${COMM_RANKS:-2}
       done ;;
     channel_threads)
       run check_block_p2p .gpu/bin/zipcoll-comm check --transport p2p --quick --ranks ${COMM_RANKS:-2}
