@@ -3,8 +3,8 @@
 //!
 //! | test   | builds | checks                                                                        |
 //! |--------|--------|-------------------------------------------------------------------------------|
-//! | sm_90  | PTX    | no unresolved externs; snapshots: header + entry prototypes; ptxas accepts every entry but 20 of the 25 collective variants (see [`SM90_COLLECTIVES`]), snapshot of its resources per entry (registers, stack, spills) |
-//! | sm_80  | PTX    | `.target sm_80`; the same entries as sm_90; ptxas accepts every entry but 24 of the 25 collective variants (see [`SM80_COLLECTIVE`]) |
+//! | sm_90  | PTX    | no unresolved externs; snapshots: header + entry prototypes; ptxas accepts every entry but 20 of the 25 variants of each collective kernel (see [`SM90_COLLECTIVES`]), snapshot of its resources per entry (registers, stack, spills); the block-channel kernel within 128 registers |
+//! | sm_80  | PTX    | `.target sm_80`; the same entries as sm_90; ptxas accepts every entry but 24 of the 25 variants of each collective kernel (see [`SM80_COLLECTIVE`]) |
 //! | gfx942, gfx950 | code objects | llvm-readelf's kernel metadata per kernel (registers, spills, LDS, scratch), snapshot |
 //!
 //! Needs the GPU toolchain (`bash scripts/setup.sh`); without it these tests fail and say so.
@@ -37,14 +37,14 @@ fn nvidia_module(arch: GpuArch, compile: impl Fn(&str) -> bool) -> (String, PtxI
     (ptx, interface, resources)
 }
 
-/// Every `zc_collective` variant is the same generic body over another dtype x op, and each
-/// takes ptxas about 25 s on one core (the rest of the module together about 150 s): sm_90
-/// compiles one per dtype, the sums, whose resources stand for the other ops' (the ops' own
-/// arithmetic is in the reduce kernels, all compiled).
+/// Every variant of a collective kernel (`zc_collective`, `zc_collective_block`) is the same
+/// generic body over another dtype x op, and each takes ptxas 10-25 s on one core (the rest of
+/// the module together about 150 s): sm_90 compiles one per dtype, the sums, whose resources
+/// stand for the other ops' (the ops' own arithmetic is in the reduce kernels, all compiled).
 const SM90_COLLECTIVES: &str = "__sum";
 
 fn is_collective(entry: &str) -> bool {
-    entry.starts_with("zc_collective__")
+    entry.starts_with("zc_collective__") || entry.starts_with("zc_collective_block__")
 }
 
 #[test]
@@ -53,9 +53,19 @@ fn ptx_sm90_matches_snapshots_and_passes_ptxas() {
         nvidia_module(GpuArch::Sm90, |e| !is_collective(e) || e.ends_with(SM90_COLLECTIVES));
     assert_eq!(
         resources.lines().filter(|l| is_collective(l)).count(),
-        5,
-        "one collective per dtype:\n{resources}"
+        10,
+        "one variant of each collective kernel per dtype:\n{resources}"
     );
+    // the block-channel kernel's launch bounds held: 512 threads fit the register file
+    for line in resources.lines().filter(|l| l.starts_with("zc_collective_block__")) {
+        let regs: u32 = line
+            .split("Used ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(u32::MAX);
+        assert!(regs <= 128, "{line}");
+    }
     assert!(
         interface.entries.len() >= 50,
         "expected an entry per kernel x dtype x op, found {}",
@@ -69,17 +79,22 @@ fn ptx_sm90_matches_snapshots_and_passes_ptxas() {
     insta::assert_snapshot!("ptxas_sm90_resources", resources);
 }
 
-/// The one collective variant ptxas compiles for sm_80. Every `zc_collective` variant is the
-/// same generic body over another dtype x op, while the per-dtype arithmetic and codecs it
-/// calls are also in the (much smaller) codec and reduce kernels, which are all compiled; the
-/// fp8 variant is the one whose conversions differ most between architectures.
-const SM80_COLLECTIVE: &str = "zc_collective__f8e4m3__sum";
+/// The one variant of each collective kernel ptxas compiles for sm_80 (by suffix). Every
+/// variant is the same generic body over another dtype x op, while the per-dtype arithmetic
+/// and codecs it calls are also in the (much smaller) codec and reduce kernels, which are all
+/// compiled; the fp8 variant is the one whose conversions differ most between architectures.
+const SM80_COLLECTIVE: &str = "__f8e4m3__sum";
 
 #[test]
 fn ptx_sm80_passes_ptxas_with_the_same_entries() {
-    let (ptx, interface, resources) = nvidia_module(GpuArch::Sm80, |e| !is_collective(e) || e == SM80_COLLECTIVE);
+    let (ptx, interface, resources) =
+        nvidia_module(GpuArch::Sm80, |e| !is_collective(e) || e.ends_with(SM80_COLLECTIVE));
     assert!(ptx.contains(".target sm_80"), "the sm_80 build targets sm_80");
-    assert!(resources.contains(SM80_COLLECTIVE), "{SM80_COLLECTIVE} is compiled");
+    assert_eq!(
+        resources.lines().filter(|l| is_collective(l)).count(),
+        2,
+        "each collective kernel's {SM80_COLLECTIVE}:\n{resources}"
+    );
     let tc = toolchain();
     let sm90 = build(&tc, GpuArch::Sm90).unwrap_or_else(|e| panic!("{e}"));
     let sm90 = ptx_interface(&std::fs::read_to_string(sm90).expect("the sm_90 module"));
