@@ -18,7 +18,7 @@
 
 use super::connect::MAX_WARPS;
 use super::inflight::{Finish, Record};
-use super::plan::Plan;
+use super::plan::{Plan, ONE_WARP};
 use crate::cuda::{cuda_error, CudaGpu};
 use crate::cuda_mem::{copy_to_host_async, DeviceAlloc, PinnedHost};
 use crate::dispatch::dispatch_dtype;
@@ -206,7 +206,7 @@ impl Finish for Slot {
 /// `collective_block` (RAW only; its team's shared memory is [`shared_bytes`]).
 fn collective_kernel(gpu: &CudaGpu, threads: u32, dtype: DType, op: ReduceOp) -> Result<CudaFunction> {
     match threads {
-        32 => gpu.registry().function::<Collective>(Some(dtype), Some(op)),
+        ONE_WARP => gpu.registry().function::<Collective>(Some(dtype), Some(op)),
         _ => gpu.registry().function::<CollectiveBlock>(Some(dtype), Some(op)),
     }
 }
@@ -214,7 +214,7 @@ fn collective_kernel(gpu: &CudaGpu, threads: u32, dtype: DType, op: ReduceOp) ->
 /// Dynamic shared memory of a collective block of `threads` threads.
 fn shared_bytes(threads: u32) -> u32 {
     match threads {
-        32 => 0,
+        ONE_WARP => 0,
         _ => BLOCK_TEAM_BYTES as u32,
     }
 }

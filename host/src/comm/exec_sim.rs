@@ -3,7 +3,7 @@
 //! and operator as the GPU kernels are: blocks of one warp with `ByChannel` compression, or
 //! blocks of [`Plan::threads`] threads driving their channels as one team with `RawOnly`.
 
-use super::plan::Plan;
+use super::plan::{Plan, ONE_WARP};
 use crate::dispatch::dispatch;
 use crate::error::{Error, Result};
 use crate::transport::host_mem::HostWords;
@@ -46,11 +46,13 @@ pub(crate) fn run<const W: u32>(
     let works = Works(&plan.works, &plan.warp_starts);
     let mut cfg = LaunchConfig::new(warps as u32, W).with_timeout(wait + Duration::from_secs(10));
     cfg.co_resident_blocks = warps as u32;
-    if plan.threads != W {
-        cfg.block_dim = plan.threads;
+    // a block team is whole warps of `W` lanes
+    let block = plan.threads != ONE_WARP;
+    if block {
+        cfg.block_dim = plan.threads.next_multiple_of(W);
         cfg.shared_bytes = BLOCK_TEAM_BYTES as u32;
     }
-    dispatch!(dtype, op, |T, O| go::<W, T, O>(cfg, &works))?;
+    dispatch!(dtype, op, |T, O| go::<W, T, O>(cfg, block, &works))?;
     let words = status.load();
     Ok(words
         .chunks_exact(STATUS_WORDS)
@@ -59,8 +61,8 @@ pub(crate) fn run<const W: u32>(
 }
 
 /// The launch for one instantiation; a panic in a simulated kernel is an [`Error::Sim`].
-fn go<const W: u32, T: Split, O: RedOp>(cfg: LaunchConfig, works: &Works<'_>) -> Result<()> {
-    let (block, threads) = (cfg.block_dim != W, cfg.block_dim);
+fn go<const W: u32, T: Split, O: RedOp>(cfg: LaunchConfig, block: bool, works: &Works<'_>) -> Result<()> {
+    let threads = cfg.block_dim;
     let kernel = |w: SimWarp<W>| {
         let mine = works.of(w.block_idx() as usize);
         // SAFETY (both): the plan's descriptors point at live buffers, FIFOs and status records

@@ -758,7 +758,7 @@ impl Communicator {
     fn channel_threads(&self, sending: Sending) -> u32 {
         match sending.every_rank_raw {
             true => self.config.channel_threads,
-            false => 32,
+            false => plan::ONE_WARP,
         }
     }
 

@@ -21,10 +21,14 @@ pub(crate) struct Plan {
     pub works: Vec<WorkDesc>,
     /// Warp `b` runs `works[warp_starts[b]..warp_starts[b + 1]]`.
     pub warp_starts: Vec<u32>,
-    /// Threads of each block: 32, one warp (the kernel that decodes any codec), or more (the
-    /// block-channel kernel: every rank of the call sends RAW).
+    /// Threads of each block: [`ONE_WARP`] (the kernel that decodes any codec, one warp per
+    /// block), or more (the block-channel kernel: every rank of the call sends RAW).
     pub threads: u32,
 }
+
+/// [`Plan::threads`] of a launch of the one-warp kernel (on the simulator, a warp of whatever
+/// width it simulates).
+pub(crate) const ONE_WARP: u32 = 32;
 
 /// One point-to-point operation of a group.
 #[derive(Clone, Copy, Debug)]
@@ -54,7 +58,7 @@ impl Plan {
             channels: Vec::new(),
             works: Vec::new(),
             warp_starts: vec![0],
-            threads: 32,
+            threads: ONE_WARP,
         }
     }
 

@@ -10,9 +10,11 @@
 //! | `rooted` | reduce and broadcast with a buffer only where a rank uses one |
 //! | `caller_memory` | `DeviceSlice`: views of the caller's memory in every call |
 //! | `group` | groups that hold collectives besides sends and receives |
+//! | `channel_teams` | RAW calls on block teams, others on one warp, both warp widths |
 
 mod all_to_allv;
 mod caller_memory;
+mod channel_teams;
 mod group;
 mod launch_env;
 mod lifecycle;
