@@ -70,10 +70,12 @@ pub trait BlockCoder {
         sym: impl Fn(usize) -> u8,
         out: LaneOut<'_>,
     ) -> Result<Coded, OutOfSpace>;
-    /// Decodes `words` symbols from exactly `coded`, handing them to `put(i, symbol, valid)`:
-    /// every lane of a warp calls `put` together (converged), once per step, with `valid` on
-    /// the lanes that carry a symbol; each `i < words` is handed once. Reads stay in `coded`;
-    /// the result is the same on every thread.
+    /// Decodes `words` symbols from exactly `coded` in runs: the warp that has decoded symbols
+    /// `start..end` into shared memory calls `join(start, end, staged)` with every lane,
+    /// converged, where byte `k` at `staged` (4-byte aligned) is symbol `start + k`, readable by
+    /// every lane of the warp until `join` returns. Runs start at multiples of 32, are disjoint
+    /// and cover `0..words` when the result is `Ok`. Reads stay in `coded`; the result is the
+    /// same on every thread.
     #[allow(clippy::too_many_arguments)]
     fn decode<W: Warp>(
         w: W,
@@ -83,7 +85,7 @@ pub trait BlockCoder {
         params: u16,
         params2: u32,
         coded: &[u8],
-        put: impl FnMut(usize, u8, bool),
+        join: impl FnMut(usize, usize, *const u8),
     ) -> Result<(), FrameError>;
 }
 
@@ -392,8 +394,9 @@ pub fn decode_block_frame<W: Warp, T: Split>(
     Ok(n)
 }
 
-/// Decodes a split payload with coder `C`: joins each symbol with its raw bits, stores the word
-/// and adds its checksum term as it goes. Returns this thread's share of the checksum.
+/// Decodes a split payload with coder `C`: joins each run of symbols the coder stages with
+/// its raw bits, stores the words and adds their checksum terms ([`join_run`]). Returns this
+/// thread's share of the checksum.
 fn decode_split<W: Warp, T: Split, C: BlockCoder>(
     w: W,
     scratch: Scratch,
@@ -403,36 +406,141 @@ fn decode_split<W: Warp, T: Split, C: BlockCoder>(
     payload: &[u8],
     out: LaneOut<'_>,
 ) -> Result<u32, FrameError> {
-    let r = T::RAW_BITS;
-    let wb = word_bytes::<T>();
-    let plane_bytes = packed_bytes(words, r);
+    let plane_bytes = packed_bytes(words, T::RAW_BITS);
     let (plane, coded) = match (payload.get(..plane_bytes), payload.get(plane_bytes..)) {
         (Some(p), Some(c)) => (p, c),
         _ => return Err(C::ID.corrupt(HEADER_BYTES, "raw plane truncated")),
     };
     let mut acc = 0u32;
-    let put = |i: usize, s: u8, valid: bool| {
-        // Every lane computes its word and meets the others at the shuffle before it branches
-        // on `valid` (so the compiler cannot give the lanes different copies of the shuffle).
-        let raw = read_bits(plane, i * r as usize, r).unwrap_or(0);
-        let word = T::join(s, T::Raw::from_bits64(raw as u64)).to_bits64() as u32;
-        let word = if valid { word } else { 0 };
-        // every lane of the warp: its word (0 where not valid); pairs of 2-byte words make a
-        // checksum word (steps start at even `i`, so the pair is this lane and the next)
-        let (value, j, counts) = if wb == 4 {
-            (word, i, valid)
+    let join = |start: usize, end: usize, staged: *const u8| {
+        // SAFETY: the `BlockCoder::decode` contract: this warp's run, staged for its lanes.
+        let part = unsafe { join_run::<W, T>(w, plane, out, raw_bytes, start, end, staged) };
+        acc = acc.wrapping_add(part);
+    };
+    C::decode(w, scratch, words, T::SYMBOL_BITS, h.params, h.params2, coded, join)?;
+    Ok(acc)
+}
+
+/// Joins the run `start..end` of a frame's split words with their raw bits and stores them,
+/// with every lane of the warp: lane `l` takes chunks `l, l + WIDTH, ..` of 32 words. A whole
+/// chunk with `out` 16-byte aligned is joined in registers: its `R` plane words loaded once
+/// into a bit buffer, four symbols per shared load, the words stored 16 bytes at a time, each
+/// stored u32 added to the checksum. A partial chunk (the frame's last) or an unaligned `out`
+/// goes word by word. Returns this lane's share of the checksum.
+///
+/// # Safety
+/// Byte `k` at `staged` is symbol `start + k` for `k < end - start`, 4-byte aligned and
+/// readable; `start` is a multiple of 32, `end <= words`, and no other lane or warp writes
+/// words `start..end` of `out` meanwhile.
+#[inline(always)]
+unsafe fn join_run<W: Warp, T: Split>(
+    w: W,
+    plane: &[u8],
+    out: LaneOut<'_>,
+    raw_bytes: usize,
+    start: usize,
+    end: usize,
+    staged: *const u8,
+) -> u32 {
+    let r = T::RAW_BITS;
+    let wb = word_bytes::<T>();
+    let mask = if r == 32 { u32::MAX } else { (1u32 << r) - 1 };
+    // words per 16-byte store: 8 (2-byte words) or 4
+    let per_v4 = 16 / wb;
+    let vectors =
+        (out.as_mut_ptr() as usize + start * wb).is_multiple_of(16) && (plane.as_ptr() as usize).is_multiple_of(4);
+    let word_of = |s: u8, raw: u32| T::join(s, T::Raw::from_bits64(raw as u64)).to_bits64() as u32;
+    let mut acc = 0u32;
+    let mut c = w.lane_id() as usize;
+    while start + CHUNK * c < end {
+        let i0 = start + CHUNK * c;
+        let sym = staged.wrapping_add(CHUNK * c);
+        if vectors && i0 + CHUNK <= end && (i0 + CHUNK) * wb <= raw_bytes {
+            // this lane: words i0 .. i0 + 32, whole; their plane is R u32 from word (i0/32) * R
+            let mut next = plane.as_ptr().wrapping_add(4 * (i0 / CHUNK) * r as usize).cast::<u32>();
+            let (mut buf, mut have) = (0u64, 0u32);
+            for v in 0..CHUNK / per_v4 {
+                let mut q = [0u32; 4];
+                // SAFETY: symbols `CHUNK * c + v * per_v4 ..` of the run, 4-aligned (the
+                // caller's contract; `per_v4` is 4 or 8).
+                let syms = unsafe {
+                    let p = sym.add(v * per_v4).cast::<u32>();
+                    (p.read() as u64) | if per_v4 == 8 { (p.add(1).read() as u64) << 32 } else { 0 }
+                };
+                for m in 0..per_v4 {
+                    if have < r {
+                        // SAFETY: the chunk's R plane words lie inside `plane` (a whole chunk
+                        // below `words`; the plane holds `ceil(words * R / 32)` words), 4-aligned.
+                        buf |= (unsafe { next.read() } as u64) << have;
+                        next = next.wrapping_add(1);
+                        have += 32;
+                    }
+                    let word = word_of((syms >> (8 * m)) as u8, buf as u32 & mask);
+                    buf >>= r;
+                    have -= r;
+                    if wb == 4 {
+                        q[m] = word;
+                    } else {
+                        q[m / 2] |= word << (16 * (m % 2));
+                    }
+                }
+                // this lane: the 16 output bytes of words i0 + v * per_v4 .., as u32 words j
+                let j = (i0 * wb) / 4 + 4 * v;
+                for (k, x) in q.iter().enumerate() {
+                    acc = acc.wrapping_add(checksum_term(*x, (j + k) as u32));
+                }
+                // SAFETY: bytes `i0 * wb + 16 v ..` + 16 <= `raw_bytes <= out.len()` (checked),
+                // 16-byte aligned (checked), words of this lane's chunk.
+                unsafe { w.store_v4(out.as_mut_ptr().add(i0 * wb + 16 * v).cast::<V4>(), V4(q)) };
+            }
         } else {
-            let high = w.shfl_down_u32(W::FULL, word, 1);
-            (word | high << 16, i / 2, valid & i.is_multiple_of(2))
-        };
-        let at = i * wb;
-        if valid {
-            // In bounds: `put_le` checks; `at < raw_bytes <= out.len()` for every valid `i`.
-            // SAFETY: word `i` is handed to one lane once (the `BlockCoder` contract) and owns
-            // bytes `at .. at + wb` of `out`.
-            let _ = unsafe { out.put_le(at, word, (raw_bytes - at).min(wb)) };
+            acc = acc.wrapping_add(join_words::<T>(plane, out, raw_bytes, i0, (i0 + CHUNK).min(end), sym));
         }
-        if counts && j * 4 < raw_bytes {
+        c += W::WIDTH as usize;
+    }
+    acc
+}
+
+/// [`join_run`] word by word for words `i0..end` of one chunk (`i0` even): the checksum pairs
+/// 2-byte words `(i, i + 1)` into one u32 (the high half zero past `end`) and masks bytes past
+/// `raw_bytes`, as the encoder counted them.
+///
+/// # Safety
+/// Byte `k` at `sym` is symbol `i0 + k` for `k < end - i0`; the caller owns words `i0..end` of
+/// `out`.
+#[inline(always)]
+unsafe fn join_words<T: Split>(
+    plane: &[u8],
+    out: LaneOut<'_>,
+    raw_bytes: usize,
+    i0: usize,
+    end: usize,
+    sym: *const u8,
+) -> u32 {
+    let r = T::RAW_BITS;
+    let wb = word_bytes::<T>();
+    let mut acc = 0u32;
+    let mut pending = 0u32;
+    for i in i0..end {
+        let raw = read_bits(plane, i * r as usize, r).unwrap_or(0);
+        // SAFETY: `i - i0 < end - i0` (the caller's contract).
+        let s = unsafe { sym.add(i - i0).read() };
+        let word = T::join(s, T::Raw::from_bits64(raw as u64)).to_bits64() as u32;
+        let at = i * wb;
+        // In bounds: `put_le` checks; `at < raw_bytes <= out.len()` for every `i < words`.
+        // SAFETY: word `i` is the caller's.
+        let _ = unsafe { out.put_le(at, word, raw_bytes.saturating_sub(at).min(wb)) };
+        // the checksum word that ends here (or is cut off by `end`), and its index
+        let (value, j) = match wb {
+            4 => (word, i),
+            _ if i % 2 == 0 && i + 1 < end => {
+                pending = word;
+                continue;
+            }
+            _ if i % 2 == 0 => (word, i / 2),
+            _ => (pending | word << 16, i / 2),
+        };
+        if j * 4 < raw_bytes {
             let keep = raw_bytes - j * 4;
             let value = if keep < 4 {
                 value & ((1u32 << (8 * keep)) - 1)
@@ -441,7 +549,6 @@ fn decode_split<W: Warp, T: Split, C: BlockCoder>(
             };
             acc = acc.wrapping_add(checksum_term(value, j as u32));
         }
-    };
-    C::decode(w, scratch, words, T::SYMBOL_BITS, h.params, h.params2, coded, put)?;
-    Ok(acc)
+    }
+    acc
 }

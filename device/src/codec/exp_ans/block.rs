@@ -59,6 +59,8 @@ const HIST_COPIES: usize = 4;
 const SYMBOLS: usize = 256;
 /// 16-bit words of a warp's staging buffer.
 const STAGE_WORDS: usize = SEGMENT_WORDS / 2;
+/// Symbols the decoder stages per warp before the frame layer joins them (64 rounds).
+const RUN_WORDS: usize = 2048;
 /// Segments in a frame at most.
 const MAX_SEGMENTS: usize = MAX_FRAME_WORDS / SEGMENT_WORDS;
 
@@ -132,7 +134,13 @@ impl BlockCoder for ExpAns {
     }
 
     fn decode_scratch_bytes(block_dim: u32) -> usize {
-        4 * (1 << PROB_BITS) + 4 * (MAX_SEGMENTS + 1) + 4 * REDUCE_WORDS + error_slot_bytes() * warps_of(block_dim) + 32
+        let warps = warps_of(block_dim);
+        4 * (1 << PROB_BITS)
+            + 4 * (MAX_SEGMENTS + 1)
+            + 4 * REDUCE_WORDS
+            + error_slot_bytes() * warps
+            + RUN_WORDS * warps
+            + 32
     }
 
     fn begin<W: Warp>(w: W, scratch: &mut Scratch) -> Result<Encoder, FrameError> {
@@ -265,7 +273,7 @@ impl BlockCoder for ExpAns {
         params: u16,
         params2: u32,
         coded: &[u8],
-        put: impl FnMut(usize, u8, bool),
+        join: impl FnMut(usize, usize, *const u8),
     ) -> Result<(), FrameError> {
         let p = params as u32;
         if p != PROB_BITS {
@@ -286,9 +294,10 @@ impl BlockCoder for ExpAns {
                 scratch.region::<u32>(MAX_SEGMENTS + 1)?,
                 scratch.region::<u32>(REDUCE_WORDS)?,
                 scratch.region::<Option<(u32, FrameError)>>(warps)?,
+                scratch.region::<u32>(warps * RUN_WORDS / 4)?,
             ))
         };
-        let (slots, offsets, tmp, errors) = take().ok_or(FrameError::ScratchTooSmall {
+        let (slots, offsets, tmp, errors, staging) = take().ok_or(FrameError::ScratchTooSmall {
             need: Self::decode_scratch_bytes(w.block_dim()),
             have,
         })?;
@@ -297,7 +306,12 @@ impl BlockCoder for ExpAns {
         unsafe { fill_tables(w, tmp.as_ptr(), slots, offsets, coded, &layout, p) }?;
         // every thread: the slot table and the segments' stream offsets (in words) are ready
         if w.warp_idx() < w.warps_per_block().min(REDUCE_WORDS as u32) {
-            let found = decode_segments(w, slots, offsets, coded, &layout, p, put);
+            // this warp's staging: RUN_WORDS symbols
+            let staged = staging
+                .as_ptr()
+                .wrapping_add(w.warp_idx() as usize * RUN_WORDS / 4)
+                .cast::<u8>();
+            let found = decode_segments(w, slots, offsets, coded, &layout, p, staged, join);
             if w.lane_id() == 0 {
                 // SAFETY: slot `warp` is this warp's.
                 unsafe { errors.set(w.warp_idx() as usize, found) };
@@ -669,7 +683,10 @@ unsafe fn fill_tables<W: Warp>(
     Ok(())
 }
 
-/// Decodes this warp's segments (`warp, warp + warps, ..`); the first error with its segment.
+/// Decodes this warp's segments (`warp, warp + warps, ..`) into `staged` ([`RUN_WORDS`]
+/// symbols of shared memory, this warp's), handing each run of `RUN_WORDS` (the segment's last:
+/// what is left) to `join`; the first error with its segment.
+#[allow(clippy::too_many_arguments)]
 fn decode_segments<W: Warp>(
     w: W,
     slots: Region<u32>,
@@ -677,7 +694,8 @@ fn decode_segments<W: Warp>(
     coded: &[u8],
     layout: &Layout,
     p: u32,
-    mut put: impl FnMut(usize, u8, bool),
+    staged: *mut u8,
+    mut join: impl FnMut(usize, usize, *const u8),
 ) -> Option<(u32, FrameError)> {
     let lane = w.lane_id() as usize;
     let coder = lane < STREAMS;
@@ -726,7 +744,20 @@ fn decode_segments<W: Warp>(
             let word = u16_at(coded, at);
             x = if need { (x << WORD_BITS) | word } else { x };
             // lane l < 32: the state of stream l before its next symbol
-            put(i, symbol, active);
+            let base = round * STREAMS;
+            if active {
+                // SAFETY: `base % RUN_WORDS + lane < RUN_WORDS` (RUN_WORDS is a multiple of
+                // 32): inside this warp's staging; one lane per byte.
+                unsafe { staged.add(base % RUN_WORDS + lane).write(symbol) };
+            }
+            // (uniform) a run is staged: the warp joins it, every lane, after a warp barrier;
+            // the staging is free again after a second one
+            let next = base + STREAMS;
+            if next.is_multiple_of(RUN_WORDS) || start + next >= end {
+                w.sync(W::FULL);
+                join(start + base / RUN_WORDS * RUN_WORDS, (start + next).min(end), staged);
+                w.sync(W::FULL);
+            }
         }
         if left != 0 {
             return Some((seg as u32, corrupt(stream_at, "words left over after the last symbol")));
