@@ -98,6 +98,26 @@ impl<'a> DeviceSlice<'a> {
     }
 
     /// The bytes of a cudarc slice, for a communicator on its GPU (checked at each call).
+    ///
+    /// ```no_run
+    /// use cudarc::driver::CudaContext;
+    /// use zipcoll_host::comm::{Communicator, Config, Data, DeviceSlice, Options};
+    /// use zipcoll_host::{Backend, DType, ReduceOp};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // one communicator per GPU of this process (here one); a multi-process job starts each
+    /// // rank's with `Communicator::init` and the launcher's variables instead
+    /// let comm = Communicator::init_all(&[Backend::Cuda { ordinal: 0 }], Config::gpu())?.remove(0);
+    /// let stream = CudaContext::new(0)?.default_stream();
+    /// let n = 1 << 20;
+    /// let mut grads = stream.alloc_zeros::<u16>(n)?; // bf16 bits, written by the caller's kernels
+    /// // the communicator's calls are not ordered with the caller's stream
+    /// stream.synchronize()?;
+    /// let mut view = DeviceSlice::cuda(&mut grads);
+    /// comm.all_reduce(Data::InPlace(&mut view), n, DType::Bf16, ReduceOp::Sum, Options::default())?;
+    /// comm.synchronize()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn cuda<T>(slice: &'a mut cudarc::driver::CudaSlice<T>) -> DeviceSlice<'a> {
         use cudarc::driver::DevicePtrMut;
         let bytes = slice.num_bytes();

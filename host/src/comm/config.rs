@@ -255,7 +255,7 @@ const BUFFER_RANGE: &str = "a FIFO's bytes must be in 2K..=8G (8 slots of 256 by
 const MAX_CHANNELS: usize = 256;
 const CHANNELS_RANGE: &str = "channels must be in 1..=256";
 /// The accepted threads per channel: whole warps, at most 512 (the block-channel kernel is
-/// compiled for blocks of at most 512: `zipcoll-gpu-build`'s `.maxntid`).
+/// compiled for blocks of at most 512: `zipcoll-gpu-build`'s `LAUNCH_BOUNDS`).
 const MAX_CHANNEL_THREADS: u32 = 512;
 const THREADS_RANGE: &str = "channel threads must be a multiple of 32 in 32..=512";
 /// The accepted numbers of calls in flight.

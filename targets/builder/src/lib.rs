@@ -21,9 +21,10 @@
 //! (none on a machine without a GPU: the simulator needs no GPU code).
 //!
 //! rustc has no launch-bounds attribute for PTX, so the build adds CUDA's `__launch_bounds__(N,
-//! 1)`: every entry point named in [`MAX_THREADS`] gets `.maxntid N, 1, 1` and `.minnctapersm
-//! 1` (at most `N` threads per block, one block per multiprocessor at least), so ptxas budgets
-//! registers for it: 128 for 512 threads (with `.maxntid` alone it chose 64 and spilled).
+//! B)`: every entry point named in [`LAUNCH_BOUNDS`] gets `.maxntid N, 1, 1` and `.minnctapersm
+//! B` (at most `N` threads per block, at least `B` blocks per multiprocessor), so ptxas budgets
+//! registers for it: 65536 / (N x B), 128 for both entries there (with `.maxntid` alone ptxas
+//! chose 64 for the block-channel kernel and spilled).
 //!
 //! Each architecture builds in its own `target/gpu/<arch>` directory, so builds are incremental
 //! and never clobber each other. The nested cargo runs with a clean environment (only `PATH`,
@@ -357,34 +358,41 @@ pub fn build(tc: &Toolchain, arch: GpuArch) -> Result<PathBuf, BuildError> {
     Ok(artifact)
 }
 
-/// Entry points (by name prefix) launched with at most this many threads per block: PTX's
-/// `.maxntid`, which [`build`] adds. The host launches them within it (the driver reports it as
-/// the function's maximum threads per block).
-pub const MAX_THREADS: &[(&str, u32)] = &[("zc_collective_block__", 512)];
+/// Entry points (by name prefix), the most threads per block they are launched with, and the
+/// blocks per multiprocessor they must fit: PTX's `.maxntid` and `.minnctapersm`, which [`build`]
+/// adds. The host launches them within the first (the driver reports it as the function's
+/// maximum threads per block).
+///
+/// | entries | threads | blocks | registers | why |
+/// |---------|---------|--------|-----------|-----|
+/// | `zc_collective_block__*` | 512 | 1 | 128 | a channel's block of up to 512 threads must launch |
+/// | `zc_decode_block_frames__*` | 128 | 4 | 128 | at 208 registers (one block per SM) bf16 decode ran at 172 GB/s on an H200, at 128 (`.maxnreg`) 265 GB/s |
+pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] =
+    &[("zc_collective_block__", 512, 1), ("zc_decode_block_frames__", 128, 4)];
 
-/// `ptx` with `.maxntid N, 1, 1` and `.minnctapersm 1` after the parameter list of every entry
-/// point that [`MAX_THREADS`] names (once: a module that has them already is returned
+/// `ptx` with `.maxntid N, 1, 1` and `.minnctapersm B` after the parameter list of every entry
+/// point that [`LAUNCH_BOUNDS`] names (once: a module that has them already is returned
 /// unchanged).
 pub fn with_launch_bounds(ptx: &str) -> String {
     let mut out = String::with_capacity(ptx.len() + 64);
-    let mut bound: Option<u32> = None;
+    let mut bound: Option<(u32, u32)> = None;
     let mut lines = ptx.lines().peekable();
     while let Some(line) = lines.next() {
         out.push_str(line);
         out.push('\n');
         if let Some(name) = line.trim_start().strip_prefix(".visible .entry ") {
-            bound = MAX_THREADS
+            bound = LAUNCH_BOUNDS
                 .iter()
-                .find(|(prefix, _)| name.starts_with(prefix))
-                .map(|&(_, n)| n);
+                .find(|(prefix, ..)| name.starts_with(prefix))
+                .map(|&(_, n, b)| (n, b));
         }
         // (rustc ends the list with `)`, then a comment naming the entry)
-        if let (Some(n), true) = (bound, line.trim_start().starts_with(')')) {
+        if let (Some((n, b)), true) = (bound, line.trim_start().starts_with(')')) {
             if !lines
                 .peek()
                 .is_some_and(|next| next.trim_start().starts_with(".maxntid"))
             {
-                out.push_str(&format!(".maxntid {n}, 1, 1\n.minnctapersm 1\n"));
+                out.push_str(&format!(".maxntid {n}, 1, 1\n.minnctapersm {b}\n"));
             }
             bound = None;
         }
