@@ -144,6 +144,27 @@ impl Scratch {
     }
 }
 
+/// The u32 at `p` in block-shared memory (e.g. a run of symbols a decoder staged there).
+///
+/// # Safety
+/// `p` is 4-byte aligned, readable, and no thread writes it between the barrier that published
+/// it and this read.
+#[inline(always)]
+pub unsafe fn shared_u32(p: *const u32) -> u32 {
+    // SAFETY: the caller's contract.
+    unsafe { p.read() }
+}
+
+/// The byte at `p` in block-shared memory (as [`shared_u32`]).
+///
+/// # Safety
+/// As [`shared_u32`], for one byte.
+#[inline(always)]
+pub unsafe fn shared_u8(p: *const u8) -> u8 {
+    // SAFETY: the caller's contract.
+    unsafe { p.read() }
+}
+
 /// Exclusive prefix sum (wrapping) of `v` in thread order, and the block's total.
 ///
 /// # Safety

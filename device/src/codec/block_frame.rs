@@ -29,7 +29,7 @@
 use super::frame_codec::{check_encode_args, parse_for, window};
 use super::{CodecId, Coded, ExpAns, LaneOut, OutOfSpace};
 use crate::bits::{le_word, packed_bytes, read_bits};
-use crate::block::{block_sum, Scratch, REDUCE_WORDS};
+use crate::block::{block_sum, shared_u32, shared_u8, Scratch, REDUCE_WORDS};
 use crate::dtype::{elem_bytes, Split};
 use crate::frame::{checksum_term, FrameError, FrameHeader, BLOCK_FRAME_VERSION, HEADER_BYTES};
 use zipcoll_targets::{Warp, Word, V4};
@@ -457,7 +457,7 @@ unsafe fn join_run<W: Warp, T: Split>(
         let sym = staged.wrapping_add(CHUNK * c);
         if vectors && i0 + CHUNK <= end && (i0 + CHUNK) * wb <= raw_bytes {
             // this lane: words i0 .. i0 + 32, whole; their plane is R u32 from word (i0/32) * R
-            let mut next = plane.as_ptr().wrapping_add(4 * (i0 / CHUNK) * r as usize).cast::<u32>();
+            let mut next = 4 * (i0 / CHUNK) * r as usize;
             let (mut buf, mut have) = (0u64, 0u32);
             for v in 0..CHUNK / per_v4 {
                 let mut q = [0u32; 4];
@@ -465,14 +465,19 @@ unsafe fn join_run<W: Warp, T: Split>(
                 // caller's contract; `per_v4` is 4 or 8).
                 let syms = unsafe {
                     let p = sym.add(v * per_v4).cast::<u32>();
-                    (p.read() as u64) | if per_v4 == 8 { (p.add(1).read() as u64) << 32 } else { 0 }
+                    let hi = if per_v4 == 8 { shared_u32(p.add(1)) } else { 0 };
+                    (shared_u32(p) as u64) | (hi as u64) << 32
                 };
                 for m in 0..per_v4 {
                     if have < r {
-                        // SAFETY: the chunk's R plane words lie inside `plane` (a whole chunk
-                        // below `words`; the plane holds `ceil(words * R / 32)` words), 4-aligned.
-                        buf |= (unsafe { next.read() } as u64) << have;
-                        next = next.wrapping_add(1);
+                        // the chunk's R plane words lie inside `plane` (a whole chunk below
+                        // `words`; the plane holds `ceil(words * R / 32)` words); read through
+                        // the slice, as all decoder input is (a short plane would read zeros)
+                        let w = plane
+                            .get(next..next + 4)
+                            .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+                        buf |= (w as u64) << have;
+                        next += 4;
                         have += 32;
                     }
                     let word = word_of((syms >> (8 * m)) as u8, buf as u32 & mask);
@@ -524,7 +529,7 @@ unsafe fn join_words<T: Split>(
     for i in i0..end {
         let raw = read_bits(plane, i * r as usize, r).unwrap_or(0);
         // SAFETY: `i - i0 < end - i0` (the caller's contract).
-        let s = unsafe { sym.add(i - i0).read() };
+        let s = unsafe { shared_u8(sym.add(i - i0)) };
         let word = T::join(s, T::Raw::from_bits64(raw as u64)).to_bits64() as u32;
         let at = i * wb;
         // In bounds: `put_le` checks; `at < raw_bytes <= out.len()` for every `i < words`.
