@@ -109,7 +109,8 @@ fn ptx_sm80_passes_ptxas_with_the_same_entries() {
 /// bodies are the operators' arithmetic. The full gfx942 code object took 10.5 min on one core
 /// (2026-12-02), most of it LLVM's AMD backend over the 25 variants of the collective kernel
 /// (the block-channel kernel is NVIDIA's only), each the same generic body over another dtype x
-/// op: two such builds made the GPU-code job CI's longest. The product build (and every NVIDIA test) keeps every variant.
+/// op: two such builds made the GPU-code job CI's longest. The product build (and every NVIDIA
+/// test) keeps every variant.
 const AMD_SUBSET: &str = "*:*:sum,reduce_copy,warp_all_reduce";
 
 fn amd_code_object_matches_snapshot(arch: GpuArch) {

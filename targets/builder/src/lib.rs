@@ -316,7 +316,7 @@ fn run(tool: &str, mut cmd: Command) -> Result<String, BuildError> {
 /// Builds the kernel crate for `arch` (incrementally) and returns the path of the PTX module
 /// or code object.
 pub fn build(tc: &Toolchain, arch: GpuArch) -> Result<PathBuf, BuildError> {
-    build_in(tc, arch, &repo_root().join("target/gpu").join(arch.cpu()), None)
+    build_in(tc, arch, arch.cpu().into(), None)
 }
 
 /// Builds the kernel crate for `arch` with only the variants that `filter` (a
@@ -325,14 +325,14 @@ pub fn build(tc: &Toolchain, arch: GpuArch) -> Result<PathBuf, BuildError> {
 /// returns the path of the PTX module or code object. For tests that check how a vendor's tools
 /// take the code without paying for every variant of the largest kernels.
 pub fn build_subset(tc: &Toolchain, arch: GpuArch, filter: &str) -> Result<PathBuf, BuildError> {
-    let dir = repo_root().join("target/gpu").join(format!("{}-subset", arch.cpu()));
-    build_in(tc, arch, &dir, Some(filter))
+    build_in(tc, arch, format!("{}-subset", arch.cpu()), Some(filter))
 }
 
-/// [`build`] into `target_dir`, with `filter` in place of the caller's `ZIPCOLL_KERNEL_FILTER`
-/// when given.
-fn build_in(tc: &Toolchain, arch: GpuArch, target_dir: &Path, filter: Option<&str>) -> Result<PathBuf, BuildError> {
+/// [`build`] into the target directory `target/gpu/<dir>`, with `filter` in place of the
+/// caller's `ZIPCOLL_KERNEL_FILTER` when given.
+fn build_in(tc: &Toolchain, arch: GpuArch, dir: String, filter: Option<&str>) -> Result<PathBuf, BuildError> {
     let repo = repo_root();
+    let target_dir = repo.join("target/gpu").join(dir);
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(repo.join("primitives/kernels")).env_clear();
@@ -357,7 +357,7 @@ fn build_in(tc: &Toolchain, arch: GpuArch, target_dir: &Path, filter: Option<&st
     let flags_key = format!("CARGO_TARGET_{}_RUSTFLAGS", triple.to_uppercase().replace('-', "_"));
     // Cargo appends these to the kernel crate's configured flags; the later -Ctarget-cpu wins.
     cmd.env(flags_key, format!("-Ctarget-cpu={}", arch.cpu()))
-        .env("CARGO_TARGET_DIR", target_dir)
+        .env("CARGO_TARGET_DIR", &target_dir)
         .env("RUSTC", tc.root.join("bin/rustc"))
         .args(["build", "--release", "--locked", "--target", triple]);
     run("cargo build (GPU kernels)", cmd)?;
