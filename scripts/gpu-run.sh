@@ -33,6 +33,7 @@
 # call may carry it back in ZIPCOLL_CUDA_MODULE).
 # | comm_bench  | `zipcoll-comm bench` over P2P and NET, NCCL's bench on NVLink and on its socket transport (loopback) |
 # | comm_sweep  | `zipcoll-comm bench` over P2P (COMM_SIZES) once per setting of SWEEP: space-separated settings, each comma-separated environment assignments (e.g. `ZIPCOLL_CHANNELS=32,ZIPCOLL_CHANNEL_THREADS=512`) |
+# | module_ab   | kernel modules side by side: each .gpu-ab/*.cubin, and each .gpu-ab/*.ptx.gz compiled by ptxas (--verbose, log kept) (e.g. main's and a change's, built with the same ZIPCOLL_KERNEL_FILTER), then `zipcoll-comm bench` over P2P with each module in turn, AB_ROUNDS rounds (default 2) interleaved, for each ZIPCOLL_CHANNEL_THREADS of AB_THREADS (default 256) |
 # | channel_threads | `zipcoll-comm bench` over P2P (COMM_SIZES, default 1M,64M,1G) with each channel driven by ZIPCOLL_CHANNEL_THREADS of THREADS_SWEEP (default 32 128 256 512; 32 is the one-warp kernel), after `zipcoll-comm check --quick` over P2P with the default threads |
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
@@ -152,6 +153,28 @@ for step in $STEPS; do
       for setting in ${SWEEP:?comm_sweep needs SWEEP}; do
         run "sweep_${setting//[^A-Za-z0-9_]/_}" env ${setting//,/ } .gpu/bin/zipcoll-comm bench --transport p2p \
           --sizes ${COMM_SIZES:-1M,64M,1G} --iters ${COMM_ITERS:-5} --ranks ${COMM_RANKS:-2}
+      done ;;
+    module_ab)
+      mods=""
+      for z in .gpu-ab/*.ptx.gz .gpu-ab/*.cubin; do
+        [ -e "$z" ] || continue
+        case $z in
+          *.cubin) name=$(basename "$z" .cubin); cp "$z" "/tmp/ab_$name.cubin"; mods="$mods $name" ;;
+          *) name=$(basename "$z" .ptx.gz)
+             gunzip -c "$z" >"/tmp/ab_$name.ptx"
+             "$PTXAS" -arch=sm_90 --verbose "/tmp/ab_$name.ptx" -o "/tmp/ab_$name.cubin" >"$LOGS/ptxas_ab_$name.log" 2>&1 \
+               && mods="$mods $name" || status=1 ;;
+        esac
+      done
+      [ -n "$mods" ] || { echo "module_ab: no .gpu-ab/*.ptx.gz or *.cubin carried"; status=1; }
+      for round in $(seq "${AB_ROUNDS:-2}"); do
+        for th in ${AB_THREADS:-256}; do
+          for name in $mods; do
+            run "ab_${name}_t${th}_r$round" env ZIPCOLL_CUDA_MODULE=/tmp/ab_$name.cubin ZIPCOLL_CHANNEL_THREADS=$th \
+              .gpu/bin/zipcoll-comm bench --transport p2p --sizes ${COMM_SIZES:-1M,64M,1G} --iters ${COMM_ITERS:-5} \
+              --ranks ${COMM_RANKS:-2}
+          done
+        done
       done ;;
     channel_threads)
       run check_block_p2p .gpu/bin/zipcoll-comm check --transport p2p --quick --ranks ${COMM_RANKS:-2}

@@ -130,10 +130,14 @@ enum Cmd {
         /// elements): 4096, 64K, 16MiB, 1G (powers of 1024).
         #[arg(long, default_value = "1M,16M,128M,1G", value_delimiter = ',', value_parser = parse_bench_size)]
         sizes: Vec<u64>,
-        /// Timed repetitions, at least 1 (after 3 warm-up calls), enqueued back to back and
-        /// synchronized once; the mean time per call is reported.
+        /// Calls per timed run, at least 1 (after 3 warm-up calls), enqueued back to back and
+        /// synchronized once; a run's time per call is its time over `iters`.
         #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
         iters: u32,
+        /// Timed runs, at least 1, each after a barrier of every rank; the median run is
+        /// reported.
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+        repeats: u32,
     },
 }
 
@@ -737,24 +741,47 @@ fn rate(bytes_per_s: f64) -> String {
     }
 }
 
-/// Mean seconds per call of `iters` (at least 1) calls of `f`, enqueued back to back after 3
-/// warm-up calls and synchronized once at the end of the timed region.
-fn time(comm: &Communicator, iters: u32, mut f: impl FnMut() -> Result<(), Error>) -> Result<f64, Error> {
+/// A timed run's seconds per call: in all, and until the last call was enqueued (what the
+/// host spent; the rest is the device's).
+#[derive(Clone, Copy)]
+struct PerCall {
+    total: f64,
+    enqueue: f64,
+}
+
+/// Seconds per call of `f` (the run of median total time): `repeats` (at least 1) timed runs of
+/// `iters` (at least 1) calls, each run enqueued back to back after a host barrier of every
+/// rank (so no rank's clock starts while a peer is still in its previous run) and synchronized
+/// once at its end; 3 warm-up calls first.
+fn time(
+    comm: &Communicator,
+    iters: u32,
+    repeats: u32,
+    mut f: impl FnMut() -> Result<(), Error>,
+) -> Result<PerCall, Error> {
     for _ in 0..3 {
         f()?;
     }
     comm.synchronize()?;
-    let s = Instant::now();
-    for _ in 0..iters {
-        f()?;
+    let mut runs = Vec::with_capacity(repeats as usize);
+    for _ in 0..repeats {
+        comm.barrier()?;
+        let s = Instant::now();
+        for _ in 0..iters {
+            f()?;
+        }
+        let enqueue = s.elapsed().as_secs_f64() / f64::from(iters);
+        comm.synchronize()?;
+        let total = s.elapsed().as_secs_f64() / f64::from(iters);
+        runs.push(PerCall { total, enqueue });
     }
-    comm.synchronize()?;
-    Ok(s.elapsed().as_secs_f64() / f64::from(iters))
+    runs.sort_by(|a, b| a.total.total_cmp(&b.total));
+    Ok(runs[runs.len() / 2])
 }
 
 /// The benchmark on one rank (at least 2 ranks: send/recv goes from rank 0 to rank 1); rank 0
 /// prints one line per (size, compression).
-fn bench(comm: &Communicator, sizes: &[u64], iters: u32) -> Result<(), Error> {
+fn bench(comm: &Communicator, sizes: &[u64], iters: u32, repeats: u32) -> Result<(), Error> {
     let (rank, k) = (comm.rank(), comm.nranks());
     for &size in sizes {
         let too_large = || Error::InvalidArgument(format!("--sizes {size}: x {k} ranks does not fit this machine"));
@@ -771,7 +798,7 @@ fn bench(comm: &Communicator, sizes: &[u64], iters: u32) -> Result<(), Error> {
                 compression: Some(policy.compression()),
                 ..Options::default()
             };
-            let ar = time(comm, iters, || {
+            let ar = time(comm, iters, repeats, || {
                 comm.all_reduce(
                     Data::OutOfPlace {
                         src: &src,
@@ -783,7 +810,7 @@ fn bench(comm: &Communicator, sizes: &[u64], iters: u32) -> Result<(), Error> {
                     opts,
                 )
             })?;
-            let ag = time(comm, iters, || {
+            let ag = time(comm, iters, repeats, || {
                 comm.all_gather(
                     Data::OutOfPlace {
                         src: &src,
@@ -794,7 +821,7 @@ fn bench(comm: &Communicator, sizes: &[u64], iters: u32) -> Result<(), Error> {
                     opts,
                 )
             })?;
-            let sr = time(comm, iters, || {
+            let sr = time(comm, iters, repeats, || {
                 let mut g = comm.group();
                 match rank {
                     0 => g.send(&src, n, DType::Bf16, 1)?,
@@ -807,17 +834,18 @@ fn bench(comm: &Communicator, sizes: &[u64], iters: u32) -> Result<(), Error> {
                 let bw = |b: usize, t: f64| b as f64 / t;
                 let bus = 2.0 * (k - 1) as f64 / k as f64;
                 say!(
-                    "bench {:?} {k} ranks size {:>9} {pname:4}: all_reduce {:>10} algbw {:>11} busbw {:>11} | all_gather {:>10} algbw {:>11} busbw {:>11} | send/recv {:>10} {:>11}",
+                    "bench {:?} {k} ranks size {:>9} {pname:4}: all_reduce {:>10} algbw {:>11} busbw {:>11} (host {:>5.1} us) | all_gather {:>10} algbw {:>11} busbw {:>11} | send/recv {:>10} {:>11}",
                     comm.transport(),
                     binary_bytes(bytes),
-                    millis(ar),
-                    rate(bw(bytes, ar)),
-                    rate(bw(bytes, ar) * bus),
-                    millis(ag),
-                    rate(bw(gathered, ag)),
-                    rate(bw(gathered, ag) * (k - 1) as f64 / k as f64),
-                    millis(sr),
-                    rate(bw(bytes, sr))
+                    millis(ar.total),
+                    rate(bw(bytes, ar.total)),
+                    rate(bw(bytes, ar.total) * bus),
+                    ar.enqueue * 1e6,
+                    millis(ag.total),
+                    rate(bw(gathered, ag.total)),
+                    rate(bw(gathered, ag.total) * (k - 1) as f64 / k as f64),
+                    millis(sr.total),
+                    rate(bw(bytes, sr.total))
                 );
             }
         }
@@ -833,7 +861,7 @@ fn on_rank(comm: Communicator, cli: &Cli) -> Result<bool, Error> {
         Cmd::Abort => faults::abort(comm),
         Cmd::Cycles { cycles } => faults::cycles(comm, *cycles),
         Cmd::Resident => faults::resident(comm),
-        Cmd::Bench { sizes, iters } => bench(&comm, sizes, *iters).map(|_| true),
+        Cmd::Bench { sizes, iters, repeats } => bench(&comm, sizes, *iters, *repeats).map(|_| true),
     }
 }
 

@@ -12,8 +12,8 @@
 //! published: the frame written to the send slot is not posted, and `dst` holds at most a copy
 //! of the rejected data (steps that combine into `dst` check first), as the general path's
 //! contract allows. The step is moved by the channel's team (a warp or a block, [`Team`]):
-//! thread `r` of a team of `size` moves 16-byte vectors `r, r + size, ..`, [`UNROLL`] of them
-//! loaded before any is used, so the team keeps `UNROLL x size x 16` bytes of loads in flight;
+//! thread `r` of a team of `size` moves 16-byte vectors `r, r + size, ..`, [`unroll`] of them
+//! loaded before any is used, so the team keeps `unroll x size x 16` bytes of loads in flight;
 //! the last `bytes % 16` bytes (at most 4 words) go word by word, element by element, on
 //! threads 0..4. The frames
 //! written are byte-identical to [`zipcoll_device::codec::encode_raw_frame`]'s, and a received
@@ -32,31 +32,38 @@ use zipcoll_device::reduce::RedOp;
 use zipcoll_device::team::Team;
 use zipcoll_targets::Word;
 
-/// Vectors each thread loads before it uses any of them (the copies [`unrolled!`] makes).
-pub const UNROLL: usize = 4;
+/// Vectors each thread of a team of kind `M` loads before it uses any of them (the copies
+/// [`unrolled!`] makes), in a pass that computes (`arithmetic`: combines or scales) or only moves
+/// and checksums. 8 in a moving pass of a block team, so that a 256-thread channel keeps 32 KiB
+/// of loads in flight; 4 elsewhere. Measured on an H200 (2 ranks, 256 threads, 1 GiB bf16;
+/// `BENCHMARKS.md`, 2026-12-03): 8 in the moving passes gave all_reduce, all_gather and
+/// send/recv 7% more; 8 in the computing passes too gained nothing more and made 1 MiB calls
+/// about 15% slower. A warp team's kernel also holds the codecs and is at its register limit.
+pub const fn unroll<M: Team>(arithmetic: bool) -> usize {
+    if M::IS_WARP || arithmetic {
+        4
+    } else {
+        MAX_UNROLL
+    }
+}
 
-/// Runs `$body` [`UNROLL`] times with `$u` a constant `0, 1, ..`: arrays indexed by `$u` stay
-/// in registers whatever the compiler's unrolling heuristics decide (a loop over `0..UNROLL`
-/// that LLVM left rolled kept them in local memory).
+/// The largest [`unroll`]: the length of the arrays the unrolled copies index.
+const MAX_UNROLL: usize = 8;
+
+/// Runs `$body` `$n` times (`$n <= MAX_UNROLL`, a constant) with `$u` a constant `0, 1, ..`:
+/// arrays indexed by `$u` stay in registers whatever the compiler's unrolling heuristics decide
+/// (a loop over `0..n` that LLVM left rolled kept them in local memory); the copies at or past
+/// `$n` are dead code.
 macro_rules! unrolled {
-    ($u:ident => $body:block) => {{
-        const _: () = assert!(UNROLL == 4, "unrolled! makes exactly UNROLL copies");
-        {
-            const $u: usize = 0;
-            $body
-        }
-        {
-            const $u: usize = 1;
-            $body
-        }
-        {
-            const $u: usize = 2;
-            $body
-        }
-        {
-            const $u: usize = 3;
-            $body
-        }
+    ($u:ident < $n:expr => $body:block) => {
+        unrolled!(@copies $u, $n, $body, 0 1 2 3 4 5 6 7)
+    };
+    (@copies $u:ident, $n:expr, $body:block, $($k:literal)*) => {{
+        const _: () = assert!(MAX_UNROLL == 8, "unrolled! makes exactly MAX_UNROLL copies");
+        $({
+            const $u: usize = $k;
+            if $u < $n $body
+        })*
     }};
 }
 /// Bytes of one vector.
@@ -153,23 +160,23 @@ pub unsafe fn recv_checksum<M: Team, T: Elem>(team: M, recv: *const T::Bits, n: 
     let vectors = recv.cast::<Vector>();
     let mut acc = 0u32;
     let mut v = team.rank() as usize;
-    let stride = team.size() as usize;
+    let (stride, unroll) = (team.size() as usize, unroll::<M>(false));
     while v < nvec {
-        let mut loaded = [Vector::default(); UNROLL];
-        unrolled!(U => {
+        let mut loaded = [Vector::default(); MAX_UNROLL];
+        unrolled!(U < unroll => {
             let i = v + U * stride;
             if i < nvec {
                 // SAFETY: `i < nvec`: a whole vector inside the payload (the caller's contract).
                 loaded[U] = unsafe { vectors.add(i).read() };
             }
         });
-        unrolled!(U => {
+        unrolled!(U < unroll => {
             let i = v + U * stride;
             if i < nvec {
                 acc = acc.wrapping_add(vector_terms(&loaded[U], i));
             }
         });
-        v += UNROLL * stride;
+        v += unroll * stride;
     }
     // thread r: the terms of its vectors; the tail words (at most 4) go to threads 0..4
     let word = nvec * 4 + team.rank() as usize;
@@ -258,11 +265,11 @@ pub unsafe fn combine_send_value<
     let out = s.send.wrapping_add(HEADER_BYTES).cast::<Vector>();
     let (mut acc, mut got_acc) = (0u32, 0u32);
     let mut v = team.rank() as usize;
-    let stride = team.size() as usize;
+    let (stride, unroll) = (team.size() as usize, unroll::<M>(V::ARITHMETIC));
     while v < nvec {
-        let mut got = [Vector::default(); UNROLL];
-        let mut mine = [Vector::default(); UNROLL];
-        unrolled!(U => {
+        let mut got = [Vector::default(); MAX_UNROLL];
+        let mut mine = [Vector::default(); MAX_UNROLL];
+        unrolled!(U < unroll => {
             let i = v + U * stride;
             if i < nvec {
                 // SAFETY: `i < nvec`: whole vectors inside the payload and `src` (contract).
@@ -276,7 +283,7 @@ pub unsafe fn combine_send_value<
                 }
             }
         });
-        unrolled!(U => {
+        unrolled!(U < unroll => {
             let i = v + U * stride;
             if i < nvec {
                 // 8- and 16-bit floats convert through f32 in software: their arithmetic goes
@@ -302,7 +309,7 @@ pub unsafe fn combine_send_value<
                 }
             }
         });
-        v += UNROLL * stride;
+        v += unroll * stride;
     }
     // threads 0..4: the tail words, element by element
     let word = nvec * 4 + team.rank() as usize;

@@ -18,7 +18,8 @@
 //! | `comm_kill_on_sim_sees_the_survivors_error` | `zipcoll-comm kill` on 2 thread ranks | exit 0 only with rank 0's typed error reported in time |
 //! | `comm_abort_and_cycles_on_sim_pass`     | `zipcoll-comm abort`, `cycles --cycles 20` on 2 thread ranks | rank 1's abort reported within a second; files and threads unchanged |
 //! | `comm_timeout_flag_beats_env_which_beats_default` | `ZIPCOLL_TIMEOUT_MS`, `--timeout-ms` | the kill's limit follows the flag, else the variable |
-//! | `comm_usage_errors_name_the_problem`    | --ranks 0, bench --iters 0 / --ranks 1 / an overflowing size, bad ZIPCOLL_* values, an empty selection | exit 2 and the message |
+//! | `comm_usage_errors_name_the_problem`    | --ranks 0, bench --iters 0 / --repeats 0 / --ranks 1 / an overflowing size, bad ZIPCOLL_* values, an empty selection | exit 2 and the message |
+//! | `comm_bench_on_sim_reports_each_size`   | `zipcoll-comm bench` on 3 thread ranks, 2 sizes, 1 call x 3 runs | exit 0, one line per size and compression with the host column |
 //! | `comm_env_sizes_take_suffixes`          | `ZIPCOLL_BUFFER_BYTES=128K`            | accepted, the check passes                      |
 //! | `comm_check_quick_reports_progress`     | `check --quick` narrowed by filters     | the plan line, a progress line per collective, exit 0 |
 //! | `bench_codec_usage_is_checked_first`    | `zipcoll-bench codec` with bad values  | exit 2 (usage) before it looks for a GPU        |
@@ -363,6 +364,41 @@ fn comm_abort_and_cycles_on_sim_pass() {
     assert!(lines.iter().all(|l| l.ends_with(": ok")), "{stdout}");
 }
 
+/// `zipcoll-comm bench` on 3 thread ranks: every run starts after a barrier of the ranks (a
+/// rank that skipped it would hang the others until the timeout), and rank 0 prints one line
+/// per size and compression, each with the host's enqueue time.
+#[test]
+fn comm_bench_on_sim_reports_each_size() {
+    let out = comm(
+        &[
+            "bench",
+            "--ranks",
+            "3",
+            "--sizes",
+            "4K,12K",
+            "--iters",
+            "1",
+            "--repeats",
+            "3",
+            "--timeout-ms",
+            "60000",
+        ],
+        &[],
+    );
+    let stdout = success(&out);
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("bench Sim 3 ranks")).collect();
+    assert_eq!(lines.len(), 4, "{stdout}");
+    for (line, (size, policy)) in lines.iter().zip([
+        ("4 KiB", "off"),
+        ("4 KiB", "auto"),
+        ("12 KiB", "off"),
+        ("12 KiB", "auto"),
+    ]) {
+        assert!(line.contains(&format!("{size} {policy}")), "{line}");
+        assert!(line.contains("(host") && line.contains("send/recv"), "{line}");
+    }
+}
+
 /// The limit the kill line of rank 0 states, in seconds (the timeout + 10 s).
 fn kill_limit(out: &Output) -> String {
     let stdout = success(out);
@@ -390,7 +426,7 @@ type UsageCase<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
 
 #[test]
 fn comm_usage_errors_name_the_problem() {
-    let cases: [UsageCase; 13] = [
+    let cases: [UsageCase; 14] = [
         (
             &["check", "--ranks", "0"],
             &[],
@@ -400,6 +436,11 @@ fn comm_usage_errors_name_the_problem() {
             &["bench", "--iters", "0"],
             &[],
             "invalid value '0' for '--iters <ITERS>'",
+        ),
+        (
+            &["bench", "--repeats", "0"],
+            &[],
+            "invalid value '0' for '--repeats <REPEATS>'",
         ),
         (
             &["bench", "--sizes", "17179869184G"],
