@@ -9,8 +9,11 @@ use zipcoll_device::codec::LaneOut;
 use zipcoll_device::team::Team;
 use zipcoll_targets::{Grid, Memory, Scope};
 
-/// A wait reads the clock once per this many polls.
-pub const CLOCK_EVERY: u32 = 64;
+/// A wait reads the abort word and the clock once per this many polls of its counter: the
+/// abort word lives in rank 0's memory (another GPU's, over P2P), so reading it on every poll
+/// doubled a spinning leader's traffic for a word that changes once in a communicator's life;
+/// an abort is still seen within a few hundred polls (microseconds).
+pub const CHECK_EVERY: u32 = 256;
 
 /// What every wait of a channel shares: the abort word and the time limit.
 #[derive(Clone, Copy)]
@@ -24,9 +27,9 @@ impl Watch {
     /// the team, after a team sync that orders every thread's later accesses after the acquire.
     ///
     /// Only the leader spins (with no team operation inside the loop, as NCCL's single polling
-    /// thread); the others wait for it where the team shares the outcome. The clock is read once
-    /// per [`CLOCK_EVERY`] polls; the wait gives up once `timeout_ns` have passed since it
-    /// began. On the simulator a spinning leader with the others parked is "no progress", so
+    /// thread); the others wait for it where the team shares the outcome. The abort word and the
+    /// clock are read once per [`CHECK_EVERY`] polls; the wait gives up once `timeout_ns` have
+    /// passed since it began. On the simulator a spinning leader with the others parked is "no progress", so
     /// the scheduler's own timeout must be longer than `timeout_ns`.
     ///
     /// # Safety
@@ -47,13 +50,16 @@ impl Watch {
             let mut polls = 0u32;
             // SAFETY: forwarded from the caller.
             while !ready(unsafe { w.load_acquire(counter, Scope::System) }) {
+                polls = polls.wrapping_add(1);
+                if !polls.is_multiple_of(CHECK_EVERY) {
+                    continue;
+                }
                 // SAFETY: forwarded from the caller.
                 if unsafe { w.load_relaxed(self.abort, Scope::System) } != 0 {
                     outcome = 1;
                     break;
                 }
-                polls = polls.wrapping_add(1);
-                if polls.is_multiple_of(CLOCK_EVERY) && w.clock_ns().wrapping_sub(start) > self.timeout_ns {
+                if w.clock_ns().wrapping_sub(start) > self.timeout_ns {
                     outcome = 2;
                     break;
                 }

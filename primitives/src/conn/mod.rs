@@ -34,10 +34,10 @@
 //! release-stores `head = s + 1`, and the sender acquires `head` before it overwrites the slot
 //! at step `s + NSLOTS`: no write-after-read race.
 //!
-//! Waits are bounded: each poll also reads the launch's shared `abort` word, and after
-//! `timeout_ns` nanoseconds a wait gives up with [`ConnError::Timeout`]. A rank that fails writes its
-//! status record and raises `abort`, so its peers stop with [`ConnError::Aborted`] instead of
-//! waiting out their limit. After a failure the connection is dead (its counters are not
+//! Waits are bounded: every 256th poll of a counter also reads the launch's shared `abort` word
+//! and the clock, and after `timeout_ns` nanoseconds a wait gives up with
+//! [`ConnError::Timeout`]. A rank that fails writes its status record and raises `abort`, so
+//! its peers stop with [`ConnError::Aborted`] instead of waiting out their limit. After a failure the connection is dead (its counters are not
 //! rewound); after a success the receiver's `head` equals the sender's `tail`, and the next
 //! launch continues from them.
 
