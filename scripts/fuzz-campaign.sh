@@ -27,7 +27,8 @@ export ZIPCOLL_TOOLCHAIN=/none
 # ASan check stays on.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_stack_use_after_return=0} RUSTC_BOOTSTRAP=1
 if [ -z "${FUZZ_BIN:-}" ]; then
-    nice -n 19 cargo fuzz build --fuzz-dir fuzz/libfuzzer
+    # the simulator without coverage instrumentation: see scripts/fuzz-rustc-wrapper.sh
+    RUSTC_WRAPPER="$PWD/scripts/fuzz-rustc-wrapper.sh" nice -n 19 cargo fuzz build --fuzz-dir fuzz/libfuzzer
     FUZZ_BIN=fuzz/libfuzzer/target/x86_64-unknown-linux-gnu/release
 fi
 # -max_len for the targets that run device code on the simulator (decode_*, roundtrip_*):

@@ -28,7 +28,8 @@ else
     export RUSTC_BOOTSTRAP=1
     fuzz=(cargo fuzz)
 fi
-"${fuzz[@]}" build --fuzz-dir fuzz/libfuzzer
+# the simulator without coverage instrumentation: see scripts/fuzz-rustc-wrapper.sh
+RUSTC_WRAPPER="$PWD/scripts/fuzz-rustc-wrapper.sh" "${fuzz[@]}" build --fuzz-dir fuzz/libfuzzer
 targets=${FUZZ_TARGETS:-$("${fuzz[@]}" list --fuzz-dir fuzz/libfuzzer)}
 # -max_len for the targets that run device code on the simulator (decode_*, roundtrip_*):
 # FUZZ_MAX_LEN, default 2048 bytes. Their code repeats per group of 32 split words and per pass

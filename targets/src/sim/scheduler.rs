@@ -155,6 +155,28 @@ pub(crate) fn run_block<F: Fn(u32) + Sync>(
         // function returns.
         lanes.push(unsafe { Coroutine::with_stack_unchecked(stack, body) });
     }
+    let r = drive(&mut lanes, &ctxs, cfg, width, block_idx);
+    if r.is_ok() {
+        for lane in lanes {
+            give_stack(cfg.stack_bytes, lane.into_stack());
+        }
+    }
+    r
+}
+
+/// Runs the lanes of a block (`ctxs[t]` is lane `t`'s context) until all have returned, or the
+/// block deadlocks or times out. Not generic, so that the scheduler is compiled once, in this
+/// crate, whatever the kernel (the fuzz build leaves this crate uninstrumented: see
+/// scripts/fuzz-rustc-wrapper.sh).
+#[inline(never)]
+fn drive(
+    lanes: &mut [Coroutine<u64, Park, ()>],
+    ctxs: &[LaneCtx<'_>],
+    cfg: &LaunchConfig,
+    width: u32,
+    block_idx: u32,
+) -> Result<(), SimError> {
+    let n = lanes.len();
     let mut status: Vec<Status> = (0..n).map(|_| Status::Runnable(0)).collect();
     let mut last_progress = Instant::now();
     // the context of the lane this block runs inside, if any (a launch from inside a lane)
@@ -174,9 +196,6 @@ pub(crate) fn run_block<F: Fn(u32) + Sync>(
             done += usize::from(matches!(status[t], Status::Done));
         }
         if done == n {
-            for lane in lanes {
-                give_stack(cfg.stack_bytes, lane.into_stack());
-            }
             return Ok(());
         }
         let (progressed, polling) = resolve(&mut status, width, block_idx);
