@@ -1,23 +1,31 @@
 //! zipcoll's fuzz targets ([`targets`]) and what they share: running a frame coder on one
-//! simulated warp (every lane must return the same result), decoding a frame of any codec for a
-//! dtype, and a round trip.
+//! simulated warp (every lane must return the same result) or a block frame coder on one
+//! simulated block, decoding a frame of any codec for a dtype, and a round trip.
 
 pub mod targets;
 
 use std::cell::UnsafeCell;
-use std::sync::{mpsc, Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::sync::Mutex;
+use zipcoll_device::block::Scratch;
+use zipcoll_device::codec::block_frame::{
+    decode_block_frame, decode_scratch_bytes, encode_block_frame, encode_block_raw_frame, encode_scratch_bytes,
+};
 use zipcoll_device::codec::{
     decode_frame, encode_frame, encode_raw_frame, max_encoded_len, CodecId, ExpAns, ExpWindow, FixedLen, Huffman,
     LaneOut, SymbolCoder,
 };
 use zipcoll_device::dtype::{Bf16, Elem, Split, F16, F32, F8E4M3, F8E5M2};
-use zipcoll_device::frame::{FrameError, FrameHeader, HEADER_BYTES};
+use zipcoll_device::frame::{FrameError, FrameHeader, BLOCK_FRAME_VERSION, HEADER_BYTES};
 use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
-use zipcoll_targets::{Lanes, Word};
+use zipcoll_targets::{SharedMem, Word};
 
 /// Lanes of the simulated warp.
 pub const W: u32 = 32;
+/// Threads of the simulated block that codes block frames: two warps. The codec kernels use
+/// 128 (`primitives/src/kernels/block_codec.rs`); a block frame's bytes do not depend on the
+/// block size, and two warps take every block-wide step (barriers, the block's checksum sum)
+/// at half the simulation cost of four.
+pub const BLOCK_THREADS: u32 = 64;
 /// Guard bytes after every output, which a coder must leave untouched.
 const GUARD: usize = 64;
 const GUARD_BYTE: u8 = 0x5A;
@@ -29,8 +37,6 @@ struct Shared(UnsafeCell<Vec<u8>>);
 // through `LaneOut` (whose writers' contracts the coders keep), and the buffer is read only
 // after the job that writes it is done.
 unsafe impl Sync for Shared {}
-// SAFETY: as above; the bytes are plain data.
-unsafe impl Send for Shared {}
 
 impl Shared {
     fn new(len: usize) -> Shared {
@@ -60,70 +66,17 @@ impl Shared {
     }
 }
 
-/// A job for the simulated warp: run by every lane.
-type Job = Arc<dyn Fn(SimWarp<W>) + Send + Sync>;
-
-/// The channel to one long-lived simulated warp (a launch per input would cost a warp's
-/// stacks per execution: about 850 executions a second instead of thousands).
-struct Warp {
-    jobs: Mutex<mpsc::Sender<(Job, mpsc::Sender<()>)>>,
-}
-
-fn warp() -> &'static Warp {
-    static WARP: OnceLock<Warp> = OnceLock::new();
-    WARP.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<(Job, mpsc::Sender<()>)>();
-        let rx = Mutex::new(rx);
-        std::thread::spawn(move || {
-            let next: Mutex<Option<(Job, mpsc::Sender<()>)>> = Mutex::new(None);
-            let cfg = LaunchConfig::new(1, W).with_timeout(Duration::from_secs(3600));
-            let _ = launch::<W>(cfg, |w| loop {
-                if w.lane_id() == 0 {
-                    // the lanes are coroutines of this thread: blocking here blocks them all
-                    let Ok(job) = rx.lock().unwrap().recv() else { return };
-                    *next.lock().unwrap() = Some(job);
-                }
-                w.sync(SimWarp::<W>::FULL);
-                let Some(job) = next.lock().unwrap().as_ref().map(|(job, _)| Arc::clone(job)) else {
-                    return;
-                };
-                job(w);
-                // every lane lets go of the job (and what it holds) before it is reported done
-                drop(job);
-                w.sync(SimWarp::<W>::FULL);
-                if w.lane_id() == 0 {
-                    if let Some((job, done)) = next.lock().unwrap().take() {
-                        drop(job);
-                        let _ = done.send(());
-                    }
-                }
-                w.sync(SimWarp::<W>::FULL);
-            });
-        });
-        Warp { jobs: Mutex::new(tx) }
-    })
-}
-
-/// Runs `f` on every lane of the simulated warp; every lane must return the same.
-pub fn on_warp<R: Clone + PartialEq + std::fmt::Debug + Send + 'static>(
-    f: impl Fn(SimWarp<W>) -> R + Send + Sync + 'static,
-) -> R {
-    let results = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&results);
-    let job: Job = Arc::new(move |w| {
+/// Runs `f` on every lane of one simulated warp; every lane must return the same. A launch of
+/// one warp runs on the calling thread with pooled stacks (`zipcoll_targets::sim`), so a launch
+/// per call costs a few microseconds: no thread or channel between the fuzzer and the warp.
+pub fn on_warp<R: Clone + PartialEq + std::fmt::Debug + Send>(f: impl Fn(SimWarp<W>) -> R + Sync) -> R {
+    let results: Mutex<Vec<R>> = Mutex::new(Vec::with_capacity(W as usize));
+    launch::<W>(LaunchConfig::new(1, W), |w| {
         let r = f(w);
-        sink.lock().unwrap().push(r);
-    });
-    let (done_tx, done) = mpsc::channel();
-    warp()
-        .jobs
-        .lock()
-        .unwrap()
-        .send((job, done_tx))
-        .expect("the simulated warp runs");
-    done.recv()
-        .expect("the simulated warp finished the job (a lane panicked?)");
-    let results = std::mem::take(&mut *results.lock().unwrap());
+        results.lock().unwrap().push(r);
+    })
+    .expect("the simulated warp ran (no deadlock)");
+    let results = results.into_inner().unwrap();
     assert_eq!(results.len(), W as usize);
     assert!(results.iter().all(|r| *r == results[0]), "lanes disagree: {results:?}");
     results[0].clone()
@@ -145,10 +98,9 @@ pub fn elems<T: Elem>(bytes: &[u8]) -> Vec<T::Bits> {
 /// decoded bytes, or the typed error. Never panics on any input (the fuzz property), and
 /// writes nothing past the output.
 pub fn decode<T: Split>(frame: &[u8], capacity: usize) -> Result<Vec<u8>, FrameError> {
-    let out = Arc::new(Shared::new(capacity));
-    let (frame, buf) = (frame.to_vec(), Arc::clone(&out));
-    let r = on_warp(move |w| decode_frame::<_, T>(w, &frame, buf.out(capacity)));
-    let bytes = Arc::into_inner(out).expect("the job is done").into_checked(capacity);
+    let out = Shared::new(capacity);
+    let r = on_warp(|w| decode_frame::<_, T>(w, frame, out.out(capacity)));
+    let bytes = out.into_checked(capacity);
     r.map(|n| bytes[..n * T::DTYPE.size_bytes()].to_vec())
 }
 
@@ -190,13 +142,12 @@ where
     T::Bits: Send + Sync,
 {
     let cap = max_encoded_len::<T>(input.len());
-    let out = Arc::new(Shared::new(cap));
-    let (data, buf) = (input.to_vec(), Arc::clone(&out));
-    let r = on_warp(move |w| match raw {
-        true => encode_raw_frame::<_, T>(w, &data, buf.out(cap)),
-        false => encode_frame::<_, T, C>(w, &data, buf.out(cap)),
+    let out = Shared::new(cap);
+    let r = on_warp(|w| match raw {
+        true => encode_raw_frame::<_, T>(w, input, out.out(cap)),
+        false => encode_frame::<_, T, C>(w, input, out.out(cap)),
     });
-    let bytes = Arc::into_inner(out).expect("the job is done").into_checked(cap);
+    let bytes = out.into_checked(cap);
     r.map(|n| bytes[..n].to_vec())
 }
 
@@ -241,5 +192,132 @@ pub fn fuzz_roundtrip<C: SymbolCoder>(data: &[u8], raw: bool) {
         2 => roundtrip::<F32, C>(&elems::<F32>(rest), raw),
         3 => roundtrip::<F8E4M3, C>(&elems::<F8E4M3>(rest), raw),
         _ => roundtrip::<F8E5M2, C>(&elems::<F8E5M2>(rest), raw),
+    }
+}
+
+/// Runs `f` on every thread of one simulated block of [`BLOCK_THREADS`] threads with `shared`
+/// bytes of shared memory (its scratch); every thread must return the same.
+pub fn on_block<R: Clone + PartialEq + std::fmt::Debug + Send>(
+    shared: usize,
+    f: impl Fn(SimWarp<W>, Scratch) -> R + Sync,
+) -> R {
+    let results: Mutex<Vec<R>> = Mutex::new(Vec::with_capacity(BLOCK_THREADS as usize));
+    let cfg = LaunchConfig::new(1, BLOCK_THREADS).with_shared_bytes(shared as u32);
+    launch::<W>(cfg, |w| {
+        let (base, len) = w.shared_mem();
+        // SAFETY: the simulator's shared memory of this block, alive for the launch and used
+        // by the block's threads only through the coder they all call.
+        let scratch = unsafe { Scratch::new(base, len as usize) };
+        let r = f(w, scratch);
+        results.lock().unwrap().push(r);
+    })
+    .expect("the simulated block ran (no deadlock)");
+    let results = results.into_inner().unwrap();
+    assert_eq!(results.len(), BLOCK_THREADS as usize);
+    assert!(
+        results.iter().all(|r| *r == results[0]),
+        "threads disagree: {results:?}"
+    );
+    results[0].clone()
+}
+
+/// Decodes `frame` as a block frame (format version 2) of `T` into an output of `capacity`
+/// bytes; the decoded bytes, or the typed error. Never panics on any input, and writes nothing
+/// past the output.
+pub fn decode_block<T: Split>(frame: &[u8], capacity: usize) -> Result<Vec<u8>, FrameError> {
+    let out = Shared::new(capacity);
+    let r = on_block(decode_scratch_bytes(BLOCK_THREADS), |w, scratch| {
+        decode_block_frame::<_, T>(w, scratch, frame, out.out(capacity))
+    });
+    let bytes = out.into_checked(capacity);
+    r.map(|n| bytes[..n * T::DTYPE.size_bytes()].to_vec())
+}
+
+/// `input` as one block frame (ExpAns, or RAW when `raw`), or the encoder's error.
+pub fn try_encode_block<T: Split>(input: &[T::Bits], raw: bool) -> Result<Vec<u8>, FrameError>
+where
+    T::Bits: Send + Sync,
+{
+    let cap = max_encoded_len::<T>(input.len());
+    let out = Shared::new(cap);
+    let r = on_block(encode_scratch_bytes::<ExpAns>(BLOCK_THREADS), |w, scratch| match raw {
+        true => encode_block_raw_frame::<_, T>(w, scratch, input, out.out(cap)),
+        false => encode_block_frame::<_, T, ExpAns>(w, scratch, input, out.out(cap)),
+    });
+    let bytes = out.into_checked(cap);
+    r.map(|n| bytes[..n].to_vec())
+}
+
+/// A block frame of `T` in an output of `capacity` bytes: a frame that decodes must decode to
+/// whole elements within the capacity, and its encoder's frame of those elements must decode
+/// to them too. (Block frames are not checked for canonical decoding as version 1 frames are:
+/// the block decoder does not claim it.)
+fn decode_block_as<T: Split>(frame: &[u8], capacity: usize)
+where
+    T::Bits: Send + Sync,
+{
+    let Ok(bytes) = decode_block::<T>(frame, capacity) else {
+        return;
+    };
+    assert!(bytes.len() <= capacity);
+    let h = FrameHeader::parse_version(frame, BLOCK_FRAME_VERSION).expect("a frame that decodes has a valid header");
+    let input = elems::<T>(&bytes);
+    let again = try_encode_block::<T>(&input, h.codec_id() == Some(CodecId::Raw)).expect("the data fit one frame");
+    assert_eq!(
+        decode_block::<T>(&again, bytes.len()).as_deref(),
+        Ok(&bytes[..]),
+        "the encoder's frame of decoded data does not decode to it"
+    );
+}
+
+/// The block-frame decode target: the first byte picks the dtype, the next two the output's
+/// capacity, the rest is the frame (see [`decode_block_as`]).
+pub fn fuzz_decode_block(data: &[u8]) {
+    let Some((&[dtype, c0, c1], frame)) = data.split_first_chunk::<3>() else {
+        return;
+    };
+    let capacity = usize::from(u16::from_le_bytes([c0, c1])) % 8192;
+    match dtype % 5 {
+        0 => decode_block_as::<Bf16>(frame, capacity),
+        1 => decode_block_as::<F16>(frame, capacity),
+        2 => decode_block_as::<F32>(frame, capacity),
+        3 => decode_block_as::<F8E4M3>(frame, capacity),
+        _ => decode_block_as::<F8E5M2>(frame, capacity),
+    }
+}
+
+/// Encodes `input` as a block frame (ExpAns; `raw`: RAW), decodes it, and checks the round
+/// trip and that the second encoding is the same bytes.
+fn roundtrip_block_as<T: Split>(input: &[T::Bits], raw: bool)
+where
+    T::Bits: Send + Sync,
+{
+    let encode = || try_encode_block::<T>(input, raw);
+    let frame = match encode() {
+        Ok(f) => f,
+        Err(FrameError::InputTooLarge { .. }) => return,
+        Err(e) => panic!("block-encoding {} elements failed: {e}", input.len()),
+    };
+    let raw_bytes = input.len() * T::DTYPE.size_bytes();
+    let decoded = decode_block::<T>(&frame, raw_bytes).expect("an encoded block frame decodes");
+    assert_eq!(decoded.len(), raw_bytes);
+    assert_eq!(elems::<T>(&decoded), input, "the block round trip changed the data");
+    assert_eq!(encode().ok(), Some(frame), "block encoding is not deterministic");
+}
+
+/// The block-frame round-trip target: the first byte picks the dtype (and, its bit 7, RAW
+/// frames), the rest is the data (at most 4096 elements).
+pub fn fuzz_roundtrip_block(data: &[u8]) {
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let rest = &rest[..rest.len().min(4096 * 4)];
+    let raw = pick & 0x80 != 0;
+    match (pick & 0x7F) % 5 {
+        0 => roundtrip_block_as::<Bf16>(&elems::<Bf16>(rest), raw),
+        1 => roundtrip_block_as::<F16>(&elems::<F16>(rest), raw),
+        2 => roundtrip_block_as::<F32>(&elems::<F32>(rest), raw),
+        3 => roundtrip_block_as::<F8E4M3>(&elems::<F8E4M3>(rest), raw),
+        _ => roundtrip_block_as::<F8E5M2>(&elems::<F8E5M2>(rest), raw),
     }
 }

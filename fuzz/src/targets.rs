@@ -3,7 +3,7 @@
 //! runs (`tests/smoke.rs`), so both fuzz the same code. Each function takes any bytes; a
 //! panic is a finding.
 
-use crate::{fuzz_decode, fuzz_roundtrip};
+use crate::{fuzz_decode, fuzz_decode_block, fuzz_roundtrip, fuzz_roundtrip_block};
 use zipcoll_device::codec::{ExpAns, ExpWindow, FixedLen, Huffman};
 use zipcoll_device::dtype::{Bf16, F16, F32, F8E4M3, F8E5M2};
 use zipcoll_device::frame::{FrameHeader, HEADER_BYTES};
@@ -12,7 +12,7 @@ use zipcoll_device::frame::{FrameHeader, HEADER_BYTES};
 pub type Target = fn(&[u8]);
 
 /// Every target by name: the names of `fuzz/fuzz_targets/*.rs` and `fuzz/corpus/*`.
-pub const TARGETS: [(&str, Target); 13] = [
+pub const TARGETS: [(&str, Target); 15] = [
     ("frame_header", frame_header),
     ("decode_bf16", decode_bf16),
     ("decode_f16", decode_f16),
@@ -24,6 +24,8 @@ pub const TARGETS: [(&str, Target); 13] = [
     ("roundtrip_exp_window", roundtrip_exp_window),
     ("roundtrip_exp_ans", roundtrip_exp_ans),
     ("roundtrip_huffman", roundtrip_huffman),
+    ("decode_block", decode_block),
+    ("roundtrip_block", roundtrip_block),
     ("bootstrap_message", bootstrap_message),
     ("net_wire", net_wire),
 ];
@@ -83,6 +85,17 @@ pub fn roundtrip_exp_ans(data: &[u8]) {
 /// Huffman frames of any data and dtype: see [`fuzz_roundtrip`].
 pub fn roundtrip_huffman(data: &[u8]) {
     fuzz_roundtrip::<Huffman>(data, false)
+}
+
+/// Block frames (format version 2, `FrameUnit::Block`: RAW or ExpAns) of any dtype, decoded
+/// by a simulated block: see [`fuzz_decode_block`].
+pub fn decode_block(data: &[u8]) {
+    fuzz_decode_block(data)
+}
+
+/// Block frames (ExpAns or RAW) of any data and dtype: see [`fuzz_roundtrip_block`].
+pub fn roundtrip_block(data: &[u8]) {
+    fuzz_roundtrip_block(data)
 }
 
 /// The bootstrap's messages (the first byte picks HELLO, TABLE, FAIL, BLOB or an unknown tag):

@@ -1,5 +1,8 @@
 //! Writes the seed corpus under `fuzz/corpus/<target>/` (checked in): valid frames of every
-//! codec for each dtype, data for the round trips, a valid header, bootstrap and NET records.
+//! codec for each dtype (version 1, and block frames), data for the round trips, a valid
+//! header, bootstrap and NET records. The frames hold 256 bytes of data (4 groups of 32 split
+//! words for the 16-bit types and fp8, 2 for f32): every codec's per-group and per-pass code,
+//! at a fraction of the simulation time per execution that the 1200-byte frames before took.
 //! Run again after a format change: `cargo test -p zipcoll-fuzz --test seed_corpus -- --ignored`.
 
 use std::path::PathBuf;
@@ -33,25 +36,61 @@ fn data(n: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
+/// Block frames (RAW and ExpAns) of `T` for `decode_block`, whose first byte is `dtype`.
+fn block_frames<T: Split>(dtype: u8)
+where
+    T::Bits: Send + Sync,
+{
+    for (name, raw) in [("raw", true), ("exp_ans", false)] {
+        let frame = smallest_coded::<T>(|x| zipcoll_fuzz::try_encode_block::<T>(x, raw).unwrap(), raw);
+        write(
+            "decode_block",
+            &format!("dtype{dtype}_{name}"),
+            &[&[dtype][..], &frame].concat(),
+        );
+    }
+}
+
+/// The smallest frame (of data(32 k) for k = 2, 3, ..: at least 64 split words of f32, two
+/// passes of a warp) that `encode` does not write RAW
+/// (`encode` of RAW: the first), with its capacity prefix.
+fn smallest_coded<T: Split>(encode: impl Fn(&[T::Bits]) -> Vec<u8>, raw: bool) -> Vec<u8> {
+    for k in 2..=16 {
+        let input = zipcoll_fuzz::elems::<T>(&data(32 * k, 7));
+        let frame = encode(&input);
+        if raw || frame[3] != 0 {
+            let cap = ((input.len() * T::DTYPE.size_bytes()) as u16).to_le_bytes();
+            return [&cap[..], &frame].concat();
+        }
+    }
+    panic!("no coded frame up to 2 KiB of data");
+}
+
 fn frames<T: Split>(target: &str)
 where
     T::Bits: Send + Sync,
 {
     use zipcoll_device::codec::{ExpAns, ExpWindow, FixedLen, Huffman};
-    let raw = data(300, 7);
-    let input = zipcoll_fuzz::elems::<T>(&raw);
-    let bytes = input.len() * T::DTYPE.size_bytes();
-    let cap = (bytes as u16).to_le_bytes();
+    use zipcoll_fuzz::encode;
     for (name, frame) in [
-        ("raw", zipcoll_fuzz::encode::<T, FixedLen>(&input, true)),
-        ("fixed_len", zipcoll_fuzz::encode::<T, FixedLen>(&input, false)),
-        ("exp_window", zipcoll_fuzz::encode::<T, ExpWindow>(&input, false)),
-        ("exp_ans", zipcoll_fuzz::encode::<T, ExpAns>(&input, false)),
-        ("huffman", zipcoll_fuzz::encode::<T, Huffman>(&input, false)),
+        ("raw", smallest_coded::<T>(|x| encode::<T, FixedLen>(x, true), true)),
+        (
+            "fixed_len",
+            smallest_coded::<T>(|x| encode::<T, FixedLen>(x, false), false),
+        ),
+        (
+            "exp_window",
+            smallest_coded::<T>(|x| encode::<T, ExpWindow>(x, false), false),
+        ),
+        ("exp_ans", smallest_coded::<T>(|x| encode::<T, ExpAns>(x, false), false)),
+        (
+            "huffman",
+            smallest_coded::<T>(|x| encode::<T, Huffman>(x, false), false),
+        ),
     ] {
-        write(target, name, &[&cap[..], &frame].concat());
+        write(target, name, &frame);
         if target == "decode_bf16" {
-            write("frame_header", name, &frame[..32]);
+            write("frame_header", name, &frame[2..34]);
         }
     }
 }
@@ -75,7 +114,22 @@ fn write_seed_corpus() {
             write(
                 target,
                 &format!("dtype{dtype}"),
-                &[&[dtype][..], &data(200, 11 + dtype as u64)].concat(),
+                &[&[dtype][..], &data(64, 11 + dtype as u64)].concat(),
+            );
+        }
+    }
+    block_frames::<Bf16>(0);
+    block_frames::<F16>(1);
+    block_frames::<F32>(2);
+    block_frames::<F8E4M3>(3);
+    block_frames::<F8E5M2>(4);
+    // block round trips: ExpAns (bit 7 clear) and RAW (bit 7 set) per dtype
+    for dtype in 0..5u8 {
+        for raw in [0, 0x80] {
+            write(
+                "roundtrip_block",
+                &format!("dtype{dtype}{}", if raw == 0 { "" } else { "_raw" }),
+                &[&[dtype | raw][..], &data(64, 11 + dtype as u64)].concat(),
             );
         }
     }

@@ -156,6 +156,8 @@ smoke_tests!(
     roundtrip_exp_window,
     roundtrip_exp_ans,
     roundtrip_huffman,
+    decode_block,
+    roundtrip_block,
     bootstrap_message,
     net_wire,
 );

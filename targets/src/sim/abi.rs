@@ -17,7 +17,8 @@ pub struct LaunchConfig {
     pub block_dim: u32,
     /// Dynamic shared memory per block, in bytes.
     pub shared_bytes: u32,
-    /// Blocks that run at the same time (each on its own OS thread), like a GPU's occupancy:
+    /// Blocks that run at the same time (each on its own OS thread; the calling thread when
+    /// only one runs at a time: `co_resident_blocks` 1 or a grid of one block), like a GPU's occupancy:
     /// blocks that wait on each other must fit in it.
     pub co_resident_blocks: u32,
     /// Stack per simulated thread.
@@ -91,6 +92,14 @@ pub fn launch<const W: u32>(cfg: LaunchConfig, kernel: impl Fn(SimWarp<W>) + Syn
     let per_thread = |_thread: u32| kernel(SimWarp { _private: () });
     let next_block = AtomicU32::new(0);
     let workers = cfg.co_resident_blocks.clamp(1, cfg.grid_dim);
+    if workers == 1 {
+        // one block at a time: the calling thread runs them in turn, as a worker would (a
+        // thread spawned per launch cost a launch of one warp about 100 us)
+        for b in 0..cfg.grid_dim {
+            run_block(&cfg, width, b, &per_thread)?;
+        }
+        return Ok(());
+    }
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {

@@ -8,6 +8,7 @@
 //! | `block_sync`           | every live thread of the block parks; all resume together           |
 //! | shared memory          | a per-block buffer, filled with `0xA5` so unwritten reads show      |
 //! | block                  | runs on one OS thread; up to `co_resident_blocks` blocks at a time  |
+//! |                        | (a grid of one block runs on the calling thread)                    |
 //! | global memory          | host memory; ordered operations are host atomics                    |
 //!
 //! Lanes of a block run one at a time up to their next warp operation, barrier or ordered load,

@@ -3,7 +3,7 @@
 
 use super::abi::{LaunchConfig, SimError};
 use crate::LaneMask;
-use core::cell::Cell;
+use core::cell::{Cell, RefCell};
 use core::fmt::Write as _;
 use core::panic::Location;
 use corosensei::stack::DefaultStack;
@@ -30,6 +30,38 @@ pub(crate) struct LaneCtx<'b> {
 
 std::thread_local! {
     static CURRENT: Cell<*const LaneCtx<'static>> = const { Cell::new(core::ptr::null()) };
+    /// Stacks of lanes that finished, with the size asked for, for the next block this OS
+    /// thread runs: mapping and unmapping 32 stacks cost a launch of one warp hundreds of
+    /// microseconds (a fuzz target launches one per input).
+    static STACKS: RefCell<Vec<(usize, DefaultStack)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Stacks kept per OS thread at most (of 256 KiB by default: 64 MiB of address space). Under
+/// AddressSanitizer, corosensei's `sanitizer` feature must be on (fuzz/libfuzzer turns it on):
+/// it clears a finished lane's stack of the poison its frames left, before the stack is reused.
+const POOLED_STACKS: usize = 256;
+
+/// A stack of `bytes` for a lane: a pooled one of that size, or a new one.
+fn take_stack(bytes: usize) -> Result<DefaultStack, SimError> {
+    let pooled = STACKS.with(|p| {
+        let mut p = p.borrow_mut();
+        let i = p.iter().rposition(|(b, _)| *b == bytes)?;
+        Some(p.swap_remove(i).1)
+    });
+    match pooled {
+        Some(stack) => Ok(stack),
+        None => DefaultStack::new(bytes).map_err(|e| SimError::Stack(std::format!("{e}"))),
+    }
+}
+
+/// Keeps `stack` (of `bytes` asked for) for a later block, up to [`POOLED_STACKS`].
+fn give_stack(bytes: usize, stack: DefaultStack) {
+    STACKS.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.len() < POOLED_STACKS {
+            p.push((bytes, stack));
+        }
+    });
 }
 
 /// The running lane's context.
@@ -113,7 +145,7 @@ pub(crate) fn run_block<F: Fn(u32) + Sync>(
         .collect();
     let mut lanes = Vec::with_capacity(n);
     for ctx in &ctxs {
-        let stack = DefaultStack::new(cfg.stack_bytes).map_err(|e| SimError::Stack(std::format!("{e}")))?;
+        let stack = take_stack(cfg.stack_bytes)?;
         let body = move |y: &Yielder<u64, Park>, _: u64| {
             ctx.yielder.set(y);
             kernel(ctx.thread_idx)
@@ -123,21 +155,47 @@ pub(crate) fn run_block<F: Fn(u32) + Sync>(
         // function returns.
         lanes.push(unsafe { Coroutine::with_stack_unchecked(stack, body) });
     }
+    let r = drive(&mut lanes, &ctxs, cfg, width, block_idx);
+    if r.is_ok() {
+        for lane in lanes {
+            give_stack(cfg.stack_bytes, lane.into_stack());
+        }
+    }
+    r
+}
+
+/// Runs the lanes of a block (`ctxs[t]` is lane `t`'s context) until all have returned, or the
+/// block deadlocks or times out. Not generic, so that the scheduler is compiled once, in this
+/// crate, whatever the kernel (the fuzz build leaves this crate uninstrumented: see
+/// scripts/fuzz-rustc-wrapper.sh).
+#[inline(never)]
+fn drive(
+    lanes: &mut [Coroutine<u64, Park, ()>],
+    ctxs: &[LaneCtx<'_>],
+    cfg: &LaunchConfig,
+    width: u32,
+    block_idx: u32,
+) -> Result<(), SimError> {
+    let n = lanes.len();
     let mut status: Vec<Status> = (0..n).map(|_| Status::Runnable(0)).collect();
     let mut last_progress = Instant::now();
+    // the context of the lane this block runs inside, if any (a launch from inside a lane)
+    let outer = CURRENT.with(Cell::get);
     loop {
+        let mut done = 0;
         for (t, lane) in lanes.iter_mut().enumerate() {
             if let Status::Runnable(v) = status[t] {
                 CURRENT.with(|c| c.set((&ctxs[t] as *const LaneCtx<'_>).cast()));
                 let r = lane.resume(v);
-                CURRENT.with(|c| c.set(core::ptr::null()));
+                CURRENT.with(|c| c.set(outer));
                 status[t] = match r {
                     CoroutineResult::Yield(p) => Status::Parked(p),
                     CoroutineResult::Return(()) => Status::Done,
                 };
             }
+            done += usize::from(matches!(status[t], Status::Done));
         }
-        if status.iter().all(|s| matches!(s, Status::Done)) {
+        if done == n {
             return Ok(());
         }
         let (progressed, polling) = resolve(&mut status, width, block_idx);
@@ -173,11 +231,11 @@ fn resolve(status: &mut [Status], width: u32, block_idx: u32) -> (bool, bool) {
             progressed |= resolve_active_masks(&mut status[warp_start..warp_end]);
         }
     }
-    let live_at_barrier = status
-        .iter()
-        .filter(|s| matches!(s, Status::Parked(Park::Barrier { .. })))
-        .count();
-    let live = status.iter().filter(|s| !matches!(s, Status::Done)).count();
+    let (mut live_at_barrier, mut live) = (0, 0);
+    for s in status.iter() {
+        live_at_barrier += usize::from(matches!(s, Status::Parked(Park::Barrier { .. })));
+        live += usize::from(!matches!(s, Status::Done));
+    }
     if live_at_barrier > 0 && live_at_barrier == live {
         for s in status.iter_mut() {
             if matches!(s, Status::Parked(Park::Barrier { .. })) {
@@ -222,21 +280,47 @@ fn resolve_warp_ops(warp: &mut [Status], first_thread: usize, block_idx: u32) ->
         if !ready {
             continue;
         }
-        let values: Vec<(u32, u64)> = (0..width)
-            .map(|l| match warp[l] {
-                Status::Parked(Park::Warp { arg, value, .. }) if mask >> l & 1 == 1 => (arg, value),
-                _ => (0, 0),
-            })
-            .collect();
-        for l in (0..width).filter(|&l| mask >> l & 1 == 1) {
-            let (arg, own) = values[l];
+        // the lanes' arguments and values (0 outside the mask), and the ballot, which every
+        // lane of the mask gets
+        let (mut args, mut values) = ([0u32; 64], [0u64; 64]);
+        let mut ballot = 0u64;
+        for l in 0..width {
+            if let Status::Parked(Park::Warp { arg, value, .. }) = warp[l] {
+                if mask >> l & 1 == 1 {
+                    (args[l], values[l]) = (arg, value);
+                    ballot |= u64::from(value != 0) << l;
+                }
+            }
+        }
+        // match_any: the lanes of the mask with each lane's value, found once per value
+        let mut matching = [0u64; 64];
+        if op == WarpOp::MatchAny {
+            let mut left = mask;
+            while left != 0 {
+                let v = values[left.trailing_zeros() as usize];
+                let same = (0..width)
+                    .filter(|&o| left >> o & 1 == 1 && values[o] == v)
+                    .fold(0u64, |m, o| m | 1 << o);
+                let mut rest = same;
+                while rest != 0 {
+                    matching[rest.trailing_zeros() as usize] = same;
+                    rest &= rest - 1;
+                }
+                left &= !same;
+            }
+        }
+        let mut rest = mask;
+        while rest != 0 {
+            let l = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let (arg, own) = (args[l], values[l]);
             let read = |src: usize| {
                 assert!(
                     mask >> src & 1 == 1,
                     "{op:?}: lane {l} reads lane {src}, which is not in mask {mask:#x} ({})",
                     where_()
                 );
-                values[src].1
+                values[src]
             };
             let result = match op {
                 WarpOp::Sync => 0,
@@ -258,12 +342,8 @@ fn resolve_warp_ops(warp: &mut [Status], first_thread: usize, block_idx: u32) ->
                         own
                     }
                 }
-                WarpOp::Ballot => (0..width)
-                    .filter(|&o| mask >> o & 1 == 1 && values[o].1 != 0)
-                    .fold(0, |m, o| m | 1 << o),
-                WarpOp::MatchAny => (0..width)
-                    .filter(|&o| mask >> o & 1 == 1 && values[o].1 == own)
-                    .fold(0, |m, o| m | 1 << o),
+                WarpOp::Ballot => ballot,
+                WarpOp::MatchAny => matching[l],
             };
             warp[l] = Status::Runnable(result);
         }
@@ -274,13 +354,19 @@ fn resolve_warp_ops(warp: &mut [Status], first_thread: usize, block_idx: u32) ->
 
 /// Answers `active_mask` calls: the lanes parked at the same call site form the mask.
 fn resolve_active_masks(warp: &mut [Status]) -> bool {
-    let sites: Vec<Option<&'static Location<'static>>> = warp
+    if !warp
         .iter()
-        .map(|s| match s {
-            Status::Parked(Park::ActiveMask { site }) => Some(*site),
-            _ => None,
-        })
-        .collect();
+        .any(|s| matches!(s, Status::Parked(Park::ActiveMask { .. })))
+    {
+        return false;
+    }
+    let mut sites: [Option<&'static Location<'static>>; 64] = [None; 64];
+    for (site, s) in sites.iter_mut().zip(warp.iter()) {
+        if let Status::Parked(Park::ActiveMask { site: at }) = s {
+            *site = Some(*at);
+        }
+    }
+    let sites = &sites[..warp.len()];
     let mut any = false;
     for (l, site) in sites.iter().enumerate() {
         if let Some(site) = site {
