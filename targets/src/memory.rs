@@ -91,6 +91,12 @@ impl Atom for u64 {
 
 /// Ordered memory operations (see the module table).
 pub trait Memory: Copy {
+    /// How many polls of a flag a spinning thread makes between reads of the words that change
+    /// once in a long while (an abort word, the clock). On a GPU a poll is one load, and a remote
+    /// word read on every poll doubles a spinner's traffic: 256. On the simulator a poll that
+    /// finds nothing is a trip through the lane scheduler and an OS yield (milliseconds on a busy
+    /// machine), so the extra reads cost nothing and every poll checks: 1.
+    const POLLS_PER_CHECK: u32;
     /// Volatile read.
     ///
     /// # Safety

@@ -9,12 +9,6 @@ use zipcoll_device::codec::LaneOut;
 use zipcoll_device::team::Team;
 use zipcoll_targets::{Grid, Memory, Scope};
 
-/// A wait reads the abort word and the clock once per this many polls of its counter: the
-/// abort word lives in rank 0's memory (another GPU's, over P2P), so reading it on every poll
-/// doubled a spinning leader's traffic for a word that changes once in a communicator's life;
-/// an abort is still seen within a few hundred polls (microseconds).
-pub const CHECK_EVERY: u32 = 256;
-
 /// What every wait of a channel shares: the abort word and the time limit.
 #[derive(Clone, Copy)]
 struct Watch {
@@ -28,7 +22,9 @@ impl Watch {
     ///
     /// Only the leader spins (with no team operation inside the loop, as NCCL's single polling
     /// thread); the others wait for it where the team shares the outcome. The abort word and the
-    /// clock are read once per [`CHECK_EVERY`] polls; the wait gives up once `timeout_ns` have
+    /// clock are read once per [`Memory::POLLS_PER_CHECK`] polls (on a GPU 256: the abort word lives in
+    /// rank 0's memory, another GPU's over P2P, and changes once in a communicator's life; an
+    /// abort is still seen within microseconds); the wait gives up once `timeout_ns` have
     /// passed since it began. On the simulator a spinning leader with the others parked is "no progress", so
     /// the scheduler's own timeout must be longer than `timeout_ns`.
     ///
@@ -51,7 +47,7 @@ impl Watch {
             // SAFETY: forwarded from the caller.
             while !ready(unsafe { w.load_acquire(counter, Scope::System) }) {
                 polls = polls.wrapping_add(1);
-                if !polls.is_multiple_of(CHECK_EVERY) {
+                if !polls.is_multiple_of(<M::Warp as Memory>::POLLS_PER_CHECK) {
                     continue;
                 }
                 // SAFETY: forwarded from the caller.

@@ -6,6 +6,7 @@ use crate::{Atom, AtomicOrder, Memory, Scope};
 use core::sync::atomic::{fence, Ordering};
 
 impl<const W: u32> Memory for Wave<W> {
+    const POLLS_PER_CHECK: u32 = 256;
     #[inline(always)]
     unsafe fn load_volatile<T: Atom>(self, p: *const T) -> T {
         p.read_volatile()

@@ -36,6 +36,7 @@ macro_rules! store {
 }
 
 impl Memory for NvptxWarp {
+    const POLLS_PER_CHECK: u32 = 256;
     #[inline(always)]
     unsafe fn load_volatile<T: Atom>(self, p: *const T) -> T {
         let p = p as u64;

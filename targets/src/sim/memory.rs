@@ -39,6 +39,7 @@ unsafe fn store<T: Atom>(p: *mut T, v: T, o: Ordering) {
 }
 
 impl<const W: u32> Memory for SimWarp<W> {
+    const POLLS_PER_CHECK: u32 = 1;
     unsafe fn load_volatile<T: Atom>(self, p: *const T) -> T {
         load(p, Ordering::Relaxed)
     }
