@@ -1,6 +1,7 @@
 //! Block frames (`codec::block_frame`) on the CPU simulator: round trips (exhaustive over every
 //! 16-bit split word and every fp8 pair, f32 specials, lengths across segment edges), the same
-//! bytes from every block geometry, ratios and degenerate data, and damaged frames.
+//! bytes from every block geometry, ratios and degenerate data, and damaged frames (errors,
+//! or canonical: the encoder's frame of what they decode to).
 
 mod common;
 
@@ -440,4 +441,62 @@ fn damaged_frames_are_errors_or_the_original() {
             assert_eq!(bits_of::<Bf16>(&v), bits_of::<Bf16>(&input));
         }
     }
+}
+
+/// Flips bits of the payload of `input`'s block frame, one at a time (every bit of the coded
+/// section and of the raw plane's last 8 bytes, where its padding and an fp8 frame's missing
+/// element lie; every 7th bit of the rest of the plane): each damaged frame is an error, or
+/// decodes to data whose block frame is exactly the damaged frame (decoding is canonical).
+/// Returns how many flips decoded.
+fn flips_are_rejected_or_canonical<T: Split>(input: &[T::Bits]) -> usize
+where
+    T::Bits: Sync,
+{
+    let frame = encode::<32, T>(input, 64);
+    assert_eq!(codec_of(&frame), CodecId::ExpAns, "{:?}", T::DTYPE);
+    let words = input.len().div_ceil(T::ELEMS_PER_WORD);
+    let dense = 8 * (32 + (words * T::RAW_BITS as usize).div_ceil(32) * 4 - 8);
+    let mut decoded = 0;
+    for bit in (8 * 32..dense).step_by(7).chain(dense..8 * frame.len()) {
+        let mut bad = frame.clone();
+        bad[bit / 8] ^= 1 << (bit % 8);
+        if let Ok(v) = decode::<32, T>(&bad, input.len(), 64) {
+            decoded += 1;
+            assert!(
+                encode::<32, T>(&v, 64) == bad,
+                "{:?}: flipping bit {bit} of {} gives a frame that decodes and that the encoder never writes",
+                T::DTYPE,
+                8 * frame.len()
+            );
+        }
+    }
+    decoded
+}
+
+#[test]
+fn damaged_frames_decode_canonically_or_not_at_all() {
+    let mut rng = Rng(23);
+    let normal16 = |rng: &mut Rng, n: usize| -> Vec<u16> {
+        (0..n).map(|_| ((rng.normal() as f32).to_bits() >> 16) as u16).collect()
+    };
+    // fp8 with an odd count: the last word's missing element and the plane's padding are bits
+    // that the data's checksum does not cover
+    let fp8 = |rng: &mut Rng, mantissa_bits: u32| -> Vec<u8> {
+        // sign, a bell-shaped exponent around the middle of its range, any mantissa
+        let bias = 1 << (6 - mantissa_bits);
+        (0..1001)
+            .map(|_| {
+                let e = (bias as f64 + rng.normal()).round().clamp(1.0, (2 * bias - 1) as f64) as u32;
+                (rng.below(2) << 7 | (e as u64) << mantissa_bits | rng.below(1 << mantissa_bits)) as u8
+            })
+            .collect()
+    };
+    flips_are_rejected_or_canonical::<F8E4M3>(&fp8(&mut rng, 3));
+    flips_are_rejected_or_canonical::<F8E5M2>(&fp8(&mut rng, 2));
+    flips_are_rejected_or_canonical::<Bf16>(&normal16(&mut rng, 299));
+    let f32s: Vec<u32> = normal16(&mut rng, 1001)
+        .iter()
+        .map(|&b| (b as u32) << 16 | 0x1234)
+        .collect();
+    flips_are_rejected_or_canonical::<F32>(&f32s);
 }

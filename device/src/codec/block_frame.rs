@@ -19,17 +19,18 @@
 //! symbols; then the coder codes the symbols (reading them again) and the header goes last.
 //! A frame that would not be smaller than the data is RAW, as in version 1.
 //!
-//! **Decoding** checks what `frame_codec` checks, in the same order; the coder hands each
+//! **Decoding** checks what `frame_codec` checks, in the same order, and is canonical as
+//! version 1 is (a frame that decodes to `x` is the frame the encoder writes for `x`); the coder hands each
 //! decoded symbol to the frame layer, which joins it with its raw bits, stores the word and
 //! adds its checksum term in the same step, so the output is never read back.
 //!
 //! The bytes do not depend on the block size or the warp width. `scratch` is the block's
 //! shared memory: at least [`encode_scratch_bytes`] / [`decode_scratch_bytes`].
 
-use super::frame_codec::{check_encode_args, parse_for, window};
+use super::frame_codec::{check_encode_args, parse_for, split_payload, window};
 use super::{CodecId, Coded, ExpAns, LaneOut, OutOfSpace};
 use crate::bits::{le_word, packed_bytes, read_bits};
-use crate::block::{block_sum, shared_u32, shared_u8, Scratch, REDUCE_WORDS};
+use crate::block::{block_any, block_sum, shared_u32, shared_u8, Scratch, REDUCE_WORDS};
 use crate::dtype::{elem_bytes, Split};
 use crate::frame::{checksum_term, FrameError, FrameHeader, BLOCK_FRAME_VERSION, HEADER_BYTES};
 use zipcoll_targets::{Warp, Word, V4};
@@ -380,7 +381,7 @@ pub fn decode_block_frame<W: Warp, T: Split>(
             }
             copy_summed(w, payload, out, 0, raw_bytes)
         }
-        Some(CodecId::ExpAns) => decode_split::<W, T, ExpAns>(w, scratch, &h, words, raw_bytes, payload, out)?,
+        Some(CodecId::ExpAns) => decode_split::<W, T, ExpAns>(w, scratch, tmp, &h, n, payload, out)?,
         _ => return Err(FrameError::UnknownCodec { found: h.codec }),
     };
     // SAFETY: `tmp` is this call's; at most REDUCE_WORDS warps.
@@ -394,30 +395,45 @@ pub fn decode_block_frame<W: Warp, T: Split>(
     Ok(n)
 }
 
-/// Decodes a split payload with coder `C`: joins each run of symbols the coder stages with
-/// its raw bits, stores the words and adds their checksum terms ([`join_run`]). Returns this
-/// thread's share of the checksum.
+/// Decodes a split payload of `n` elements with coder `C`: joins each run of symbols the coder
+/// stages with its raw bits, stores the words and adds their checksum terms ([`join_run`]).
+/// Returns this thread's share of the checksum. Canonical as `frame_codec`'s: the payload's
+/// layout is checked first ([`split_payload`]), and a last word (fp8, odd `n`) whose missing
+/// element is not zero is `Corrupt` once every run is joined.
+#[allow(clippy::too_many_arguments)]
 fn decode_split<W: Warp, T: Split, C: BlockCoder>(
     w: W,
     scratch: Scratch,
+    tmp: *mut u32,
     h: &FrameHeader,
-    words: usize,
-    raw_bytes: usize,
+    n: usize,
     payload: &[u8],
     out: LaneOut<'_>,
 ) -> Result<u32, FrameError> {
-    let plane_bytes = packed_bytes(words, T::RAW_BITS);
-    let (plane, coded) = match (payload.get(..plane_bytes), payload.get(plane_bytes..)) {
-        (Some(p), Some(c)) => (p, c),
-        _ => return Err(C::ID.corrupt(HEADER_BYTES, "raw plane truncated")),
-    };
-    let mut acc = 0u32;
+    let (plane, coded) = split_payload::<T>(C::ID, n, payload)?;
+    let raw_bytes = n * T::DTYPE.size_bytes();
+    let (mut acc, mut pad) = (0u32, false);
     let join = |start: usize, end: usize, staged: *const u8| {
         // SAFETY: the `BlockCoder::decode` contract: this warp's run, staged for its lanes.
-        let part = unsafe { join_run::<W, T>(w, plane, out, raw_bytes, start, end, staged) };
+        let (part, bad) = unsafe { join_run::<W, T>(w, plane, out, raw_bytes, start, end, staged) };
         acc = acc.wrapping_add(part);
+        pad |= bad;
     };
-    C::decode(w, scratch, words, T::SYMBOL_BITS, h.params, h.params2, coded, join)?;
+    C::decode(
+        w,
+        scratch,
+        n.div_ceil(T::ELEMS_PER_WORD),
+        T::SYMBOL_BITS,
+        h.params,
+        h.params2,
+        coded,
+        join,
+    )?;
+    // SAFETY: `tmp` is the caller's reduction words, unused during this call; at most
+    // REDUCE_WORDS warps.
+    if unsafe { block_any(w, tmp, pad) } {
+        return Err(C::ID.corrupt(HEADER_BYTES, "the last word's missing element is not zero"));
+    }
     Ok(acc)
 }
 
@@ -426,7 +442,8 @@ fn decode_split<W: Warp, T: Split, C: BlockCoder>(
 /// chunk with `out` 16-byte aligned is joined in registers: its `R` plane words loaded once
 /// into a bit buffer, four symbols per shared load, the words stored 16 bytes at a time, each
 /// stored u32 added to the checksum. A partial chunk (the frame's last) or an unaligned `out`
-/// goes word by word. Returns this lane's share of the checksum.
+/// goes word by word. Returns this lane's share of the checksum, and whether it joined a last
+/// word (fp8, odd element count) whose missing element is not zero.
 ///
 /// # Safety
 /// Byte `k` at `staged` is symbol `start + k` for `k < end - start`, 4-byte aligned and
@@ -441,7 +458,7 @@ unsafe fn join_run<W: Warp, T: Split>(
     start: usize,
     end: usize,
     staged: *const u8,
-) -> u32 {
+) -> (u32, bool) {
     let r = T::RAW_BITS;
     let wb = word_bytes::<T>();
     let mask = if r == 32 { u32::MAX } else { (1u32 << r) - 1 };
@@ -450,7 +467,7 @@ unsafe fn join_run<W: Warp, T: Split>(
     let vectors =
         (out.as_mut_ptr() as usize + start * wb).is_multiple_of(16) && (plane.as_ptr() as usize).is_multiple_of(4);
     let word_of = |s: u8, raw: u32| T::join(s, T::Raw::from_bits64(raw as u64)).to_bits64() as u32;
-    let mut acc = 0u32;
+    let (mut acc, mut pad) = (0u32, false);
     let mut c = w.lane_id() as usize;
     while start + CHUNK * c < end {
         let i0 = start + CHUNK * c;
@@ -499,16 +516,19 @@ unsafe fn join_run<W: Warp, T: Split>(
                 unsafe { w.store_v4(out.as_mut_ptr().add(i0 * wb + 16 * v).cast::<V4>(), V4(q)) };
             }
         } else {
-            acc = acc.wrapping_add(join_words::<T>(plane, out, raw_bytes, i0, (i0 + CHUNK).min(end), sym));
+            let (part, bad) = join_words::<T>(plane, out, raw_bytes, i0, (i0 + CHUNK).min(end), sym);
+            acc = acc.wrapping_add(part);
+            pad |= bad;
         }
         c += W::WIDTH as usize;
     }
-    acc
+    (acc, pad)
 }
 
 /// [`join_run`] word by word for words `i0..end` of one chunk (`i0` even): the checksum pairs
 /// 2-byte words `(i, i + 1)` into one u32 (the high half zero past `end`) and masks bytes past
-/// `raw_bytes`, as the encoder counted them.
+/// `raw_bytes`, as the encoder counted them. Also returns whether a word reaching past
+/// `raw_bytes` (fp8's last, odd `n`) has a nonzero byte there (the encoder writes zero).
 ///
 /// # Safety
 /// Byte `k` at `sym` is symbol `i0 + k` for `k < end - i0`; the caller owns words `i0..end` of
@@ -521,10 +541,10 @@ unsafe fn join_words<T: Split>(
     i0: usize,
     end: usize,
     sym: *const u8,
-) -> u32 {
+) -> (u32, bool) {
     let r = T::RAW_BITS;
     let wb = word_bytes::<T>();
-    let mut acc = 0u32;
+    let (mut acc, mut pad) = (0u32, false);
     let mut pending = 0u32;
     for i in i0..end {
         let raw = read_bits(plane, i * r as usize, r).unwrap_or(0);
@@ -532,9 +552,11 @@ unsafe fn join_words<T: Split>(
         let s = unsafe { shared_u8(sym.add(i - i0)) };
         let word = T::join(s, T::Raw::from_bits64(raw as u64)).to_bits64() as u32;
         let at = i * wb;
+        let len = raw_bytes.saturating_sub(at).min(wb);
+        pad |= len < wb && word >> (8 * len) != 0;
         // In bounds: `put_le` checks; `at < raw_bytes <= out.len()` for every `i < words`.
         // SAFETY: word `i` is the caller's.
-        let _ = unsafe { out.put_le(at, word, raw_bytes.saturating_sub(at).min(wb)) };
+        let _ = unsafe { out.put_le(at, word, len) };
         // the checksum word that ends here (or is cut off by `end`), and its index
         let (value, j) = match wb {
             4 => (word, i),
@@ -555,5 +577,5 @@ unsafe fn join_words<T: Split>(
             acc = acc.wrapping_add(checksum_term(value, j as u32));
         }
     }
-    acc
+    (acc, pad)
 }

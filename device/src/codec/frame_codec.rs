@@ -232,6 +232,28 @@ pub fn encode_frame<W: Warp, T: Split, C: SymbolCoder>(
     }
 }
 
+/// The raw plane and the coded section of a split payload of `n` elements of `T` coded by
+/// `codec` (in either frame format), after the checks that make its layout canonical: the
+/// payload is smaller than the data (the encoder writes RAW otherwise), holds the whole plane,
+/// and the plane's padding bits are zero.
+pub(super) fn split_payload<T: Split>(codec: CodecId, n: usize, payload: &[u8]) -> Result<(&[u8], &[u8]), FrameError> {
+    if payload.len() >= n * T::DTYPE.size_bytes() {
+        return Err(codec.corrupt(12, "payload not smaller than the data (the encoder writes RAW)"));
+    }
+    let words = n.div_ceil(T::ELEMS_PER_WORD);
+    let plane_bytes = packed_bytes(words, T::RAW_BITS);
+    let (plane, coded) = match (payload.get(..plane_bytes), payload.get(plane_bytes..)) {
+        (Some(p), Some(c)) => (p, c),
+        _ => return Err(codec.corrupt(HEADER_BYTES, "raw plane truncated")),
+    };
+    let plane_bits = words * T::RAW_BITS as usize;
+    // fewer than 32 padding bits: the plane is padded to whole u32 words
+    if read_bits(plane, plane_bits, (8 * plane_bytes - plane_bits) as u32) != Some(0) {
+        return Err(codec.corrupt(HEADER_BYTES + plane_bits / 8, "nonzero raw plane padding"));
+    }
+    Ok((plane, coded))
+}
+
 /// Decodes the split payload (raw plane + coded section of coder `C`) of a frame of `n`
 /// elements into `out` (which holds `n` elements).
 fn decode_split<W: Warp, T: Split, C: SymbolCoder>(
@@ -243,20 +265,8 @@ fn decode_split<W: Warp, T: Split, C: SymbolCoder>(
 ) -> Result<(), FrameError> {
     let size = T::DTYPE.size_bytes();
     let raw_bytes = n * size;
-    if payload.len() >= raw_bytes {
-        return Err(C::ID.corrupt(12, "payload not smaller than the data (the encoder writes RAW)"));
-    }
     let words = n.div_ceil(T::ELEMS_PER_WORD);
-    let plane_bytes = packed_bytes(words, T::RAW_BITS);
-    let (plane, coded) = match (payload.get(..plane_bytes), payload.get(plane_bytes..)) {
-        (Some(p), Some(c)) => (p, c),
-        _ => return Err(C::ID.corrupt(HEADER_BYTES, "raw plane truncated")),
-    };
-    let plane_bits = words * T::RAW_BITS as usize;
-    // fewer than 32 padding bits: the plane is padded to whole u32 words
-    if read_bits(plane, plane_bits, (8 * plane_bytes - plane_bits) as u32) != Some(0) {
-        return Err(C::ID.corrupt(HEADER_BYTES + plane_bits / 8, "nonzero raw plane padding"));
-    }
+    let (plane, coded) = split_payload::<T>(C::ID, n, payload)?;
     let word_bytes = size * T::ELEMS_PER_WORD;
     // set on the lane that decodes a last word (fp8, odd n) whose missing element is not zero
     let mut pad = false;
