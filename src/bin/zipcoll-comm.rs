@@ -46,7 +46,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use zipcoll::comm::launch::{child_communicator, spawn_ranks};
 use zipcoll::comm::{
-    run_sim, Algorithm, Communicator, Compression, Config, Data, DeviceBuffer, Lossless, Options, TransportKind,
+    run_sim, Algorithm, CallTime, Communicator, Compression, Config, Data, DeviceBuffer, Lossless, Options,
+    TransportKind,
 };
 use zipcoll::reference::{collective, CollRef};
 use zipcoll::{testdata, units, CodecId, DType, Error, ReduceOp};
@@ -747,6 +748,45 @@ fn rate(bytes_per_s: f64) -> String {
 struct PerCall {
     total: f64,
     enqueue: f64,
+    /// With `Config::profile`, over every timed call: the median kernel time, the median
+    /// upload time of the calls that uploaded their plan, and how many did (seconds).
+    device: Option<DeviceTimes>,
+}
+
+#[derive(Clone, Copy)]
+struct DeviceTimes {
+    kernel: f64,
+    upload: f64,
+    uploads: usize,
+    calls: usize,
+}
+
+impl DeviceTimes {
+    /// The medians of `times` (`None` if there are none).
+    fn of(times: &[CallTime]) -> Option<DeviceTimes> {
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied().unwrap_or(0.0)
+        };
+        let uploads: Vec<f64> = times.iter().filter_map(|t| t.upload).map(|d| d.as_secs_f64()).collect();
+        (!times.is_empty()).then(|| DeviceTimes {
+            kernel: median(times.iter().map(|t| t.kernel.as_secs_f64()).collect()),
+            uploads: uploads.len(),
+            upload: median(uploads),
+            calls: times.len(),
+        })
+    }
+
+    /// `kernel 12.3 us, upload 2.1 us (1/20)`.
+    fn describe(self) -> String {
+        format!(
+            "kernel {:6.1} us, upload {:5.1} us ({}/{})",
+            self.kernel * 1e6,
+            self.upload * 1e6,
+            self.uploads,
+            self.calls
+        )
+    }
 }
 
 /// Seconds per call of `f` (the run of median total time): `repeats` (at least 1) timed runs of
@@ -763,6 +803,7 @@ fn time(
         f()?;
     }
     comm.synchronize()?;
+    let _warm_up = comm.call_times();
     let mut runs = Vec::with_capacity(repeats as usize);
     for _ in 0..repeats {
         comm.barrier()?;
@@ -773,10 +814,17 @@ fn time(
         let enqueue = s.elapsed().as_secs_f64() / f64::from(iters);
         comm.synchronize()?;
         let total = s.elapsed().as_secs_f64() / f64::from(iters);
-        runs.push(PerCall { total, enqueue });
+        runs.push(PerCall {
+            total,
+            enqueue,
+            device: None,
+        });
     }
     runs.sort_by(|a, b| a.total.total_cmp(&b.total));
-    Ok(runs[runs.len() / 2])
+    Ok(PerCall {
+        device: DeviceTimes::of(&comm.call_times()),
+        ..runs[runs.len() / 2]
+    })
 }
 
 /// The benchmark on one rank (at least 2 ranks: send/recv goes from rank 0 to rank 1); rank 0
@@ -830,6 +878,16 @@ fn bench(comm: &Communicator, sizes: &[u64], iters: u32, repeats: u32) -> Result
                 }
                 g.launch(opts)
             })?;
+            if let (Some(a), Some(g)) = (ar.device, ag.device) {
+                // ranks above 1 take no part in the send/recv
+                let s = sr.device.map_or_else(|| "none".to_owned(), DeviceTimes::describe);
+                say!(
+                    "profile rank {rank} size {:>9} {pname:4}: all_reduce {} | all_gather {} | send/recv {s}",
+                    binary_bytes(bytes),
+                    a.describe(),
+                    g.describe(),
+                );
+            }
             if rank == 0 {
                 let bw = |b: usize, t: f64| b as f64 / t;
                 let bus = 2.0 * (k - 1) as f64 / k as f64;

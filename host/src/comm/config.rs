@@ -11,6 +11,7 @@
 //! | `channel_threads` | 256 / 64                | `ZIPCOLL_CHANNEL_THREADS`   | threads driving a channel in calls every rank sends RAW (compression off, or Auto deciding RAW from the size alone): 32..=512, whole warps; 32 keeps such calls on the one-warp kernel. Other calls drive a channel with one warp |
 //! | `max_inflight` | 16                         | `ZIPCOLL_MAX_INFLIGHT`      | calls enqueued and not finished (1..=1024; a GPU's call slots) |
 //! | `timeout`      | 60 s / 20 s                | `ZIPCOLL_TIMEOUT_MS`        | how long any wait for a peer may last, in ms (at least 1) |
+//! | `profile`      | off                        | `ZIPCOLL_PROFILE`           | `1`: time each call's plan upload and kernel on the device (CUDA events), read by `Communicator::call_times` |
 //! | `net`          | [`NetConfig::default`]     | `ZIPCOLL_NET_NTHREADS`, `ZIPCOLL_NET_NSOCKS_PERTHREAD`, `ZIPCOLL_NET_MIN_PIECE`, `ZIPCOLL_NET_SOCKET_BUFFER`, `ZIPCOLL_NET_RATE_LIMIT` | writer threads and sockets per peer, the smallest piece of a striped frame, socket buffers, an optional rate limit |
 //!
 //! Memory: each rank holds, per peer and channel, one FIFO (`buffer_bytes`) and two staging
@@ -112,6 +113,9 @@ pub struct Config {
     pub max_inflight: usize,
     /// The longest any wait for a peer may last.
     pub timeout: Duration,
+    /// Whether each call's device time is measured (CUDA events around the plan's upload and
+    /// the kernel; the simulator's run time), for [`super::Communicator::call_times`].
+    pub profile: bool,
     /// The NET transport's settings.
     pub net: NetConfig,
 }
@@ -127,6 +131,7 @@ impl Config {
             channel_threads: 256,
             max_inflight: 16,
             timeout: Duration::from_secs(60),
+            profile: false,
             net: NetConfig::default(),
         }
     }
@@ -195,6 +200,13 @@ impl Config {
                 .map(Duration::from_millis)
                 .and_then(|t| check_timeout(t).map(|()| t))
                 .map_err(|why| bad(nv, why))?;
+        }
+        if let Some(nv) = set("ZIPCOLL_PROFILE") {
+            self.profile = match nv.1.trim() {
+                "1" => true,
+                "0" => false,
+                _ => return Err(bad(nv, "expected 0 or 1".into())),
+            };
         }
         self.net = NetConfig::from_env_over(self.net)?;
         Ok(self)
@@ -393,9 +405,13 @@ mod tests {
             ("ZIPCOLL_COMPRESSION", "expans"),
             ("ZIPCOLL_TRANSPORT", "net"),
             ("ZIPCOLL_CHANNEL_THREADS", "512"),
+            ("ZIPCOLL_PROFILE", "1"),
         ])
         .unwrap();
         assert_eq!(c.channel_threads, 512);
+        assert!(c.profile && !Config::gpu().profile);
+        let e = with(&[("ZIPCOLL_PROFILE", "yes")]).unwrap_err().to_string();
+        assert!(e.contains("ZIPCOLL_PROFILE=\"yes\": expected 0 or 1"), "{e}");
         assert_eq!(
             (c.buffer_bytes, c.channels, c.max_inflight, c.timeout),
             (1 << 20, 8, 4, Duration::from_millis(1500))

@@ -321,7 +321,7 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
             let ptr = abort.device() as *mut u32;
             let bytes = exec_cuda::slot_bytes(nranks, parts);
             let slots = (0..config.max_inflight)
-                .map(|_| Slot::new(gpu, bytes))
+                .map(|_| Slot::new(gpu, bytes, config.profile))
                 .collect::<Result<Vec<_>>>()?;
             let engine = Engine::Cuda {
                 gpu: Arc::clone(gpu),
@@ -459,7 +459,7 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
         _mem: mem,
         mapped,
         magic,
-        calls: Mutex::new(InFlight::new(slots)),
+        calls: Mutex::new(InFlight::new(slots, config.profile)),
         control,
         timeout: config.timeout,
         description: std::iter::once(format!("{kind:?}"))
@@ -773,10 +773,12 @@ impl Links {
     ) -> Result<()> {
         match (&self.engine, self.backend) {
             (Engine::Sim { .. }, backend) => {
+                let start = std::time::Instant::now();
                 let ran = match backend {
                     Backend::Sim64 => exec_sim::run::<64>(plan, dtype, op, wait),
                     _ => exec_sim::run::<32>(plan, dtype, op, wait),
                 };
+                let took = start.elapsed();
                 // the run has ended: its own failure (not an abort) is the peers' explanation
                 // now, not when this rank's caller next checks
                 let rank = self.fabric.rank;
@@ -800,7 +802,7 @@ impl Links {
                         kind: CauseKind::Run,
                     }),
                 }
-                calls.ran(name, ran)
+                calls.ran(name, ran, took)
             }
             (Engine::Cuda { .. }, _) => return calls.launch(name, |slot| slot.launch(plan, dtype, op)),
         }

@@ -1,10 +1,12 @@
 //! Runs a [`Plan`] on a CUDA GPU, ordered on the device's stream: each call takes a [`Slot`] of
 //! the communicator's ring (`Config::max_inflight` of them, see `inflight.rs`), writes the plan
 //! into the slot's pinned image, zeroes the slot's status records, and enqueues a copy of the
-//! image into the slot's device scratch (`cuMemcpyHtoDAsync`), the manifest's `collective` entry
-//! point for the call's dtype and op (one block of one warp per plan warp; each channel names its
-//! codec) and the slot's event. Nothing waits for the kernel: the slot is reused, its records
-//! read, only once its event has completed.
+//! image into the slot's device scratch (`cuMemcpyHtoDAsync`; skipped when the scratch already
+//! holds these bytes: a call repeated with the same buffers and counts), the manifest's
+//! `collective` entry point for the call's dtype and op (one block per plan warp; each channel
+//! names its codec) and the slot's event. Nothing waits for the kernel: the slot is reused, its
+//! records read, only once its event has completed. With `Config::profile`, two more events
+//! time the upload and the kernel.
 //!
 //! | per slot         | memory                        | holds                                           |
 //! |------------------|-------------------------------|-------------------------------------------------|
@@ -12,6 +14,7 @@
 //! | image            | pinned host                   | the same bytes, written by the host, copied to the scratch on the stream |
 //! | status           | pinned host, mapped           | `MAX_WARPS` status records, one per warp of the call |
 //! | event            | `CUevent`                     | recorded after the launch: the call has finished when it has completed |
+//! | profile events   | two `CUevent`s (profiling)    | recorded before the upload and before the launch |
 //!
 //! Scratch and image are sized for a collective at connection time and grown (both replaced)
 //! when a plan needs more, which may wait for the device.
@@ -23,8 +26,10 @@ use crate::cuda::{cuda_error, CudaGpu};
 use crate::cuda_mem::{copy_to_host_async, DeviceAlloc, PinnedHost};
 use crate::dispatch::dispatch_dtype;
 use crate::error::{Error, Result};
+use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaFunction, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
+use std::time::Duration;
 use zipcoll_device::arbitrate::{sampled_words, word_bytes};
 use zipcoll_device::dtype::DType;
 use zipcoll_device::reduce::ReduceOp;
@@ -90,21 +95,39 @@ pub(crate) struct Slot {
     image: PinnedHost,
     status: PinnedHost,
     event: CudaEvent,
+    /// With profiling: events recorded before the upload and before the kernel.
+    profile: Option<[CudaEvent; 2]>,
+    /// Bytes at the start of `image` that the scratch is known to hold (0: unknown).
+    uploaded: usize,
+    /// The next plan's bytes, compared with `image` before they replace it.
+    next: Vec<u8>,
     /// Warps of the call launched last, whose records `poll` reads (0 before any).
     warps: usize,
+    /// Whether the call launched last uploaded its plan.
+    did_upload: bool,
 }
 
 impl Slot {
-    /// A free slot on `gpu` whose scratch and image hold `bytes`.
-    pub fn new(gpu: &Arc<CudaGpu>, bytes: usize) -> Result<Slot> {
+    /// A free slot on `gpu` whose scratch and image hold `bytes`; with `profile`, its events
+    /// time the upload and the kernel.
+    pub fn new(gpu: &Arc<CudaGpu>, bytes: usize, profile: bool) -> Result<Slot> {
         let ctx = gpu.context();
+        let flags = profile.then_some(CUevent_flags::CU_EVENT_DEFAULT);
+        let event = || ctx.new_event(flags).map_err(cuda_error("cuEventCreate"));
         Ok(Slot {
             gpu: Arc::clone(gpu),
             scratch: DeviceAlloc::zeroed(ctx, bytes)?,
             image: PinnedHost::zeroed(ctx, bytes)?,
             status: PinnedHost::zeroed(ctx, MAX_WARPS * RECORD_BYTES)?,
-            event: ctx.new_event(None).map_err(cuda_error("cuEventCreate"))?,
+            event: event()?,
+            profile: match profile {
+                true => Some([event()?, event()?]),
+                false => None,
+            },
+            uploaded: 0,
+            next: Vec::new(),
             warps: 0,
+            did_upload: false,
         })
     }
 
@@ -124,6 +147,7 @@ impl Slot {
         if self.scratch.bytes() < layout.total {
             let ctx = self.gpu.context();
             let bytes = layout.total.next_power_of_two();
+            self.uploaded = 0;
             self.scratch = DeviceAlloc::zeroed(ctx, bytes)?;
             self.image = PinnedHost::zeroed(ctx, bytes)?;
         }
@@ -131,14 +155,27 @@ impl Slot {
             self.scratch.ptr() as *const ChannelDesc,
             self.status.device() as *mut u32,
         );
+        self.next.resize(layout.total, 0);
+        layout.write(plan, &mut self.next);
         // SAFETY: the slot is free: no copy reads its image and no kernel writes its records.
         let (image, status) = unsafe { (self.image.host_bytes_mut(), self.status.host_bytes_mut()) };
-        layout.write(plan, image);
+        // the kernels only read the scratch, so it still holds the last upload
+        let upload = !(self.uploaded == layout.total && image[..layout.total] == self.next[..]);
+        if upload {
+            image[..layout.total].copy_from_slice(&self.next);
+        }
         status[..warps * RECORD_BYTES].fill(0);
-        let enqueued = self.enqueue(&f, layout, warps, plan.threads);
+        let enqueued = self.enqueue(&f, layout, warps, plan.threads, upload);
         match enqueued {
-            Ok(()) => self.warps = warps,
+            Ok(()) => {
+                self.warps = warps;
+                self.did_upload = upload && warps > 0;
+                if self.did_upload {
+                    self.uploaded = layout.total;
+                }
+            }
             Err(_) => {
+                self.uploaded = 0;
                 // whatever was enqueued must be done before the slot is written again
                 let _ = self.gpu.stream().synchronize();
             }
@@ -146,16 +183,25 @@ impl Slot {
         enqueued
     }
 
-    /// The copy, the kernel and the event, on the stream.
-    fn enqueue(&self, f: &CudaFunction, layout: Layout, warps: usize, threads: u32) -> Result<()> {
+    /// The copy (if `upload`), the kernel and the event, on the stream (and the profile's
+    /// events before the copy and before the kernel).
+    fn enqueue(&self, f: &CudaFunction, layout: Layout, warps: usize, threads: u32, upload: bool) -> Result<()> {
         let stream = self.gpu.stream();
         let ctx = self.gpu.context();
         ctx.bind_to_thread().map_err(cuda_error("cuCtxSetCurrent"))?;
+        let mark = |at: usize| match &self.profile {
+            Some(events) => events[at].record(stream).map_err(cuda_error("cuEventRecord")),
+            None => Ok(()),
+        };
         if warps > 0 {
-            // SAFETY: the stream is the slot's context's; the slot keeps the image and the
-            // scratch until its event, recorded after the kernel, has completed, and the host
-            // writes the image only while the slot is free (that event completed).
-            unsafe { self.scratch.copy_from_pinned_async(&self.image, layout.total, stream) }?;
+            mark(0)?;
+            if upload {
+                // SAFETY: the stream is the slot's context's; the slot keeps the image and the
+                // scratch until its event, recorded after the kernel, has completed, and the
+                // host writes the image only while the slot is free (that event completed).
+                unsafe { self.scratch.copy_from_pinned_async(&self.image, layout.total, stream) }?;
+            }
+            mark(1)?;
             let base = self.scratch.ptr();
             let (works_ptr, starts_ptr) = (base + layout.works_at as u64, base + layout.starts_at as u64);
             let cfg = LaunchConfig {
@@ -178,6 +224,23 @@ impl Slot {
 }
 
 impl Finish for Slot {
+    fn times(&self) -> Option<(Option<Duration>, Duration)> {
+        let [before_upload, before_kernel] = self.profile.as_ref()?;
+        if self.warps == 0 {
+            return None;
+        }
+        let ms = |a: &CudaEvent, b: &CudaEvent| {
+            a.elapsed_ms(b)
+                .ok()
+                .map(|t| Duration::from_secs_f64(f64::from(t.max(0.0)) / 1e3))
+        };
+        let upload = match self.did_upload {
+            true => Some(ms(before_upload, before_kernel)?),
+            false => None,
+        };
+        Some((upload, ms(before_kernel, &self.event)?))
+    }
+
     fn poll(&self, block: bool) -> Result<Option<Vec<Record>>> {
         self.gpu
             .context()

@@ -39,6 +39,29 @@ pub(crate) trait Finish {
     /// The call's status records once it has finished, `None` while it runs; with `block`,
     /// waits for it. An error: the run itself failed (e.g. a CUDA error).
     fn poll(&self, block: bool) -> Result<Option<Vec<Record>>>;
+    /// Once `poll` has returned the records: the device time of the plan's upload (`None`
+    /// when none was needed) and of the kernel, if this slot measures them.
+    fn times(&self) -> Option<(Option<Duration>, Duration)> {
+        None
+    }
+}
+
+/// Where the time of one finished call went, as the device measured it ([`Config::profile`];
+/// [`Communicator::call_times`]).
+///
+/// [`Config::profile`]: super::Config::profile
+/// [`Communicator::call_times`]: super::Communicator::call_times
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CallTime {
+    /// The call (`"all_reduce (ring)"`, `"send/recv group"`, ...).
+    pub name: &'static str,
+    /// Copying the call's plan (its work and channel descriptors) to the GPU, between CUDA
+    /// events on the call's stream; `None` when the slot already held the same plan (a call
+    /// repeated with the same buffers and counts) or on the simulator.
+    pub upload: Option<Duration>,
+    /// The collective kernel from its launch to its end (CUDA events on the stream: includes
+    /// the launch latency and every wait for the peers); on the simulator, the run's wall time.
+    pub kernel: Duration,
 }
 
 /// Why a call failed.
@@ -65,8 +88,8 @@ pub(crate) enum Wait {
 
 /// Where an enqueued call's outcome is.
 enum Run {
-    /// It ran at enqueue: its records, or why it could not run.
-    Done(Result<Vec<Record>>),
+    /// It ran at enqueue: its records, or why it could not run; and how long it ran.
+    Done(Result<Vec<Record>>, Duration),
     /// It runs with this slot.
     Slot(usize),
 }
@@ -85,17 +108,25 @@ pub(crate) struct InFlight<S> {
     next: usize,
     /// The first failure found and not yet returned by a check.
     found: Option<Failed>,
+    /// The times of the calls checked since the last [`InFlight::take_times`], when profiling.
+    times: Option<Vec<CallTime>>,
 }
 
 impl<S: Finish> InFlight<S> {
-    /// No calls, with these slots.
-    pub fn new(slots: Vec<S>) -> InFlight<S> {
+    /// No calls, with these slots; with `profile`, keeping each checked call's [`CallTime`].
+    pub fn new(slots: Vec<S>, profile: bool) -> InFlight<S> {
         InFlight {
             calls: VecDeque::new(),
             slots,
             next: 0,
             found: None,
+            times: profile.then(Vec::new),
         }
+    }
+
+    /// The times of the calls checked since the last take, oldest first (none unless profiling).
+    pub fn take_times(&mut self) -> Vec<CallTime> {
+        self.times.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Whether every enqueued call has been checked.
@@ -103,11 +134,11 @@ impl<S: Finish> InFlight<S> {
         self.calls.is_empty()
     }
 
-    /// Records call `name`, which ran at enqueue.
-    pub fn ran(&mut self, name: &'static str, outcome: Result<Vec<Record>>) {
+    /// Records call `name`, which ran at enqueue for `took`.
+    pub fn ran(&mut self, name: &'static str, outcome: Result<Vec<Record>>, took: Duration) {
         self.calls.push_back(Call {
             name,
-            run: Run::Done(outcome),
+            run: Run::Done(outcome, took),
         });
     }
 
@@ -168,20 +199,23 @@ impl<S: Finish> InFlight<S> {
             return false;
         };
         let polled = match call.run {
-            Run::Done(_) => None,
+            Run::Done(..) => None,
             Run::Slot(s) => match self.slots[s].poll(block) {
                 Ok(None) => return false,
-                Ok(Some(records)) => Some(Ok(records)),
-                Err(e) => Some(Err(e)),
+                Ok(Some(records)) => Some((Ok(records), self.slots[s].times())),
+                Err(e) => Some((Err(e), None)),
             },
         };
         let Some(Call { name, run }) = self.calls.pop_front() else {
             return false;
         };
-        let outcome = match run {
-            Run::Done(outcome) => outcome,
-            Run::Slot(_) => polled.unwrap_or_else(|| Ok(Vec::new())),
+        let (outcome, times) = match run {
+            Run::Done(outcome, took) => (outcome, Some((None, took))),
+            Run::Slot(_) => polled.unwrap_or_else(|| (Ok(Vec::new()), None)),
         };
+        if let (Some(kept), Some((upload, kernel))) = (self.times.as_mut(), times) {
+            kept.push(CallTime { name, upload, kernel });
+        }
         let failed = match outcome {
             Err(e) => Some(Failed::Run(e)),
             Ok(records) => records
@@ -263,7 +297,7 @@ mod tests {
                 waits: Rc::clone(&waits),
             })
             .collect();
-        (InFlight::new(slots), waits)
+        (InFlight::new(slots, false), waits)
     }
 
     /// A launch that makes the slot busy with `records`.
@@ -335,7 +369,11 @@ mod tests {
             error: ConnError::FrameLength { expected: 4, found: 3 },
         }
         .record();
-        f.ran("c", Ok(vec![[0; STATUS_WORDS], aborted, timeout_record(), rejected]));
+        f.ran(
+            "c",
+            Ok(vec![[0; STATUS_WORDS], aborted, timeout_record(), rejected]),
+            Duration::ZERO,
+        );
         let found = f.check(Wait::No);
         assert!(
             matches!(
@@ -348,7 +386,7 @@ mod tests {
             ),
             "{found:?}"
         );
-        f.ran("d", Ok(vec![aborted, timeout_record()]));
+        f.ran("d", Ok(vec![aborted, timeout_record()]), Duration::ZERO);
         let found = f.check(Wait::No);
         assert!(matches!(found, Some(Failed::Warp { warp: 1, .. })), "{found:?}");
     }
@@ -356,9 +394,9 @@ mod tests {
     #[test]
     fn simulated_runs_report_at_the_next_check() {
         let (mut f, _) = ring(0);
-        f.ran("ok", Ok(vec![[0; STATUS_WORDS]; 3]));
-        f.ran("panicked", Err(Error::Sim("boom".into())));
-        f.ran("late", Ok(vec![timeout_record()]));
+        f.ran("ok", Ok(vec![[0; STATUS_WORDS]; 3]), Duration::ZERO);
+        f.ran("panicked", Err(Error::Sim("boom".into())), Duration::ZERO);
+        f.ran("late", Ok(vec![timeout_record()]), Duration::ZERO);
         let found = f.check(Wait::No);
         assert!(
             matches!(&found, Some(Failed::Run(Error::Sim(m))) if m == "boom"),

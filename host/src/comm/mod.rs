@@ -75,6 +75,7 @@ mod plan;
 pub use bootstrap::{Bootstrap, UniqueId};
 pub use buffer::{DeviceBuffer, DeviceSlice};
 pub use config::{Compression, Config, Lossless, TransportKind};
+pub use inflight::CallTime;
 
 use crate::backend::Backend;
 use crate::dispatch::dispatch_dtype;
@@ -395,6 +396,13 @@ impl Communicator {
     pub fn async_error(&self) -> Option<String> {
         let _ = self.query();
         self.failed.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// With [`Config::profile`]: the device time of every call checked since the last
+    /// `call_times` (after [`Communicator::synchronize`], every call enqueued before it),
+    /// oldest first; empty without profiling.
+    pub fn call_times(&self) -> Vec<CallTime> {
+        self.links.calls().take_times()
     }
 
     /// Whether every call enqueued so far has finished, without waiting for them (only for

@@ -383,9 +383,26 @@ fn comm_bench_on_sim_reports_each_size() {
             "--timeout-ms",
             "60000",
         ],
-        &[],
+        &[("ZIPCOLL_PROFILE", "1")],
     );
     let stdout = success(&out);
+    // with the profile on, every rank reports its calls' device times: 3 warm-up calls are
+    // left out, the 3 x 1 timed calls kept (none uploads a plan on the simulator)
+    let profiles: Vec<&str> = stdout.lines().filter(|l| l.starts_with("profile rank")).collect();
+    assert_eq!(profiles.len(), 3 * 4, "{stdout}");
+    for rank in 0..3 {
+        let mine = profiles
+            .iter()
+            .filter(|l| l.starts_with(&format!("profile rank {rank} ")));
+        assert_eq!(mine.count(), 4, "{stdout}");
+    }
+    for line in &profiles {
+        let timed = if line.starts_with("profile rank 2 ") { 2 } else { 3 };
+        assert!(
+            line.matches("(0/3)").count() == timed && !line.contains("kernel    0.0 us"),
+            "{line}"
+        );
+    }
     let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("bench Sim 3 ranks")).collect();
     assert_eq!(lines.len(), 4, "{stdout}");
     for (line, (size, policy)) in lines.iter().zip([
