@@ -34,7 +34,7 @@
 # | comm_bench  | `zipcoll-comm bench` over P2P and NET, NCCL's bench on NVLink and on its socket transport (loopback) |
 # | comm_sweep  | `zipcoll-comm bench` over P2P (COMM_SIZES) once per setting of SWEEP: space-separated settings, each comma-separated environment assignments (e.g. `ZIPCOLL_CHANNELS=32,ZIPCOLL_CHANNEL_THREADS=512`) |
 # | module_ab   | kernel modules side by side: each .gpu-ab/*.cubin, and each .gpu-ab/*.ptx.gz compiled by ptxas (--verbose, log kept) (e.g. main's and a change's, built with the same ZIPCOLL_KERNEL_FILTER), then `zipcoll-comm bench` over P2P with each module in turn, AB_ROUNDS rounds (default 2) interleaved, for each ZIPCOLL_CHANNEL_THREADS of AB_THREADS (default 256) |
-# | host_ab     | host binaries side by side: each .gpu-ab/zipcoll-comm.<name> (e.g. main's and a change's, with the same kernels), `bench` over P2P with ZIPCOLL_PROFILE=1 (each rank's kernel and upload times), AB_ROUNDS rounds (default 2) interleaved |
+# | host_ab     | host binaries side by side: each .gpu-ab/zipcoll-comm.<name>.gz (e.g. main's and a change's, with the same kernels), `bench` over P2P with ZIPCOLL_PROFILE=1 (each rank's kernel and upload times), AB_ROUNDS rounds (default 2) interleaved |
 # | channel_threads | `zipcoll-comm bench` over P2P (COMM_SIZES, default 1M,64M,1G) with each channel driven by ZIPCOLL_CHANNEL_THREADS of THREADS_SWEEP (default 32 128 256 512; 32 is the one-warp kernel), after `zipcoll-comm check --quick` over P2P with the default threads |
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
@@ -178,8 +178,12 @@ for step in $STEPS; do
         done
       done ;;
     host_ab)
-      bins=$(ls .gpu-ab/zipcoll-comm.* 2>/dev/null)
-      [ -n "$bins" ] || { echo "host_ab: no .gpu-ab/zipcoll-comm.* carried"; status=1; }
+      bins=""
+      for z in .gpu-ab/zipcoll-comm.*.gz; do
+        [ -e "$z" ] || continue
+        b=/tmp/ab_bin.$(basename "$z" .gz | sed 's/^zipcoll-comm\.//'); gunzip -c "$z" >"$b" && chmod +x "$b" && bins="$bins $b"
+      done
+      [ -n "$bins" ] || { echo "host_ab: no .gpu-ab/zipcoll-comm.*.gz carried"; status=1; }
       for round in $(seq "${AB_ROUNDS:-2}"); do
         for b in $bins; do
           run "host_ab_${b##*.}_r$round" env ZIPCOLL_PROFILE=1 "$b" bench --transport p2p \
