@@ -9,6 +9,7 @@
 //! | [`codec`]  | lossless codecs: the symbol coders and the frame codec        |
 //! | [`dtype`]  | element types, exponent split/join, f32 conversions          |
 //! | [`frame`]  | the frame header, its validation, the frame checksum          |
+//! | [`lossy`]  | interface quantizers (error-bounded, QSGD) into 8-bit symbols  |
 //! | [`reduce`] | reduction operators with NCCL's semantics                     |
 //! | [`team`]   | the threads driving a channel: a warp or a block ([`team::Team`]) |
 //! | [`warp_reduce`] | warp-level reductions of registers                       |
@@ -20,6 +21,7 @@ pub mod block;
 pub mod codec;
 pub mod dtype;
 pub mod frame;
+pub mod lossy;
 pub mod reduce;
 pub mod team;
 pub mod warp_reduce;

@@ -1,0 +1,226 @@
+//! The interface quantizers (`zipcoll_device::lossy`) against their guarantees:
+//!
+//! | test | checks |
+//! |------|--------|
+//! | `error_bound_holds_for_every_16_bit_value` | every bf16 and f16 pattern under bounds from subnormal to huge: `|x - x'| <= eb` or an exact escape; NaN and infinities escape |
+//! | `error_bound_holds_on_f32_edges_and_random_values` | f32 bucket edges (one ulp either side), subnormals, the largest values, NaN payloads, `-0.0`, and 10^6 random bit patterns and scaled normals |
+//! | `error_bound_escapes_only_what_it_must` | f32 within 127 buckets of zero never escapes; one past does |
+//! | `qsgd_is_unbiased_and_a_biased_rounding_is_caught` | the mean over 4000 seeds is within 5 standard errors of `x` on every element; the same statistic rejects deterministic rounding |
+//! | `qsgd_is_deterministic_per_seed_and_escapes_non_finite` | same seed, same symbols; another seed, others; NaN and infinities escape and stay out of the norm |
+//!
+//! `ZIPCOLL_LOSSY_F32_SAMPLES` raises the random f32 sample (10^8 ran on the build machine in
+//! release: see BENCHMARKS.md).
+
+mod common;
+
+use common::Rng;
+use zipcoll_device::dtype::{Bf16, Elem, F16, F32};
+use zipcoll_device::lossy::error_bound::{quantize, relative_to_range, value, ESCAPE, MAX_BUCKET};
+use zipcoll_device::lossy::{qsgd, Quantizer};
+
+/// Checks one element under the bound `eb`: an escape, or a value within `eb` (exactly, in
+/// f64: both are f32 values). NaN and infinities must escape. Returns whether it escaped.
+fn check_bound<T: Elem>(x: T::Bits, eb: f32) -> bool {
+    let s = quantize::<T>(x, eb);
+    let v = T::to_f32(x);
+    if s == ESCAPE {
+        return true;
+    }
+    assert!(v.is_finite(), "{:?} {v} (bits {x:?}) got symbol {s}", T::DTYPE);
+    let r = T::to_f32(value::<T>(s, eb));
+    let err = ((v as f64) - (r as f64)).abs();
+    assert!(
+        err <= eb as f64,
+        "{:?}: x = {v:e} (bits {x:?}) -> symbol {s} -> {r:e}: error {err:e} > {eb:e}",
+        T::DTYPE
+    );
+    false
+}
+
+/// Bounds across the range: subnormal, tiny, typical, large, and close to f32's largest.
+const BOUNDS: [f32; 8] = [1e-40, 3e-8, 1e-3, 0.0625, 0.3, 1.0, 7.5e3, 1e37];
+
+#[test]
+fn error_bound_holds_for_every_16_bit_value() {
+    for eb in BOUNDS {
+        let mut kept = 0;
+        for b in 0..=u16::MAX {
+            kept += usize::from(!check_bound::<Bf16>(b, eb));
+            check_bound::<F16>(b, eb);
+        }
+        // the 255 buckets around zero hold many bf16 values for every bound that bf16 can
+        // express (the check cannot pass by escaping everything)
+        assert!(kept > 255, "eb {eb:e}: only {kept} bf16 values quantized");
+    }
+    for nan_or_inf in [0x7F80u16, 0xFF80, 0x7FC0, 0x7F81, 0xFFFF] {
+        assert_eq!(quantize::<Bf16>(nan_or_inf, 0.5), ESCAPE);
+    }
+    for bad in [0.0, -1.0, f32::NAN, f32::INFINITY] {
+        assert_eq!(quantize::<Bf16>(0x3F80, bad), ESCAPE, "bound {bad}");
+    }
+}
+
+#[test]
+fn error_bound_holds_on_f32_edges_and_random_values() {
+    let mut rng = Rng(0x10557);
+    for eb in BOUNDS {
+        let step = 2.0 * eb;
+        // each bucket edge (k + 1/2) * step and one ulp either side, for every bucket and one
+        // past the last
+        for k in -(MAX_BUCKET + 1)..=MAX_BUCKET + 1 {
+            let edge = (k as f32 + 0.5) * step;
+            for x in [
+                edge,
+                f32::from_bits(edge.to_bits() + 1),
+                f32::from_bits(edge.to_bits().wrapping_sub(1)),
+            ] {
+                check_bound::<F32>(x.to_bits(), eb);
+                check_bound::<F32>((-x).to_bits(), eb);
+            }
+        }
+        for special in [
+            0u32,
+            0x8000_0000,
+            1,
+            0x8000_0001,
+            0x007F_FFFF,
+            0x0080_0000,
+            0x7F7F_FFFF,
+            0xFF7F_FFFF,
+        ] {
+            check_bound::<F32>(special, eb);
+        }
+        for nan_or_inf in [0x7F80_0000u32, 0xFF80_0000, 0x7FC0_0000, 0x7F80_0001, 0xFFFF_FFFF] {
+            assert_eq!(quantize::<F32>(nan_or_inf, eb), ESCAPE);
+        }
+    }
+    let samples: u64 = std::env::var("ZIPCOLL_LOSSY_F32_SAMPLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let (mut escaped, mut quantized) = (0u64, 0u64);
+    for i in 0..samples {
+        let eb = BOUNDS[(i % BOUNDS.len() as u64) as usize];
+        // half arbitrary bit patterns, half values at the bound's scale (mostly quantized)
+        let x = if i % 2 == 0 {
+            rng.next_u32()
+        } else {
+            ((rng.normal() * 100.0) as f32 * eb).to_bits()
+        };
+        if check_bound::<F32>(x, eb) {
+            escaped += 1;
+        } else {
+            quantized += 1;
+        }
+    }
+    assert!(
+        quantized > samples / 3,
+        "{quantized} of {samples} quantized, {escaped} escaped"
+    );
+}
+
+#[test]
+fn error_bound_escapes_only_what_it_must() {
+    let eb = 0.01f32;
+    let step = 2.0 * eb;
+    for k in -MAX_BUCKET..=MAX_BUCKET {
+        for frac in [-0.49f32, -0.25, 0.0, 0.25, 0.49] {
+            let x = (k as f32 + frac) * step;
+            let s = quantize::<F32>(x.to_bits(), eb);
+            assert_eq!(s as i32 - 128, k, "x = {x}");
+        }
+    }
+    let past = (MAX_BUCKET as f32 + 0.75) * step;
+    assert_eq!(quantize::<F32>(past.to_bits(), eb), ESCAPE);
+    assert_eq!(quantize::<F32>((-past).to_bits(), eb), ESCAPE);
+    // -0.0 is bucket 0, whose value is +0.0
+    assert_eq!(quantize::<F32>(0x8000_0000, eb), 128);
+    assert_eq!(relative_to_range(1e-3, -2.0, 6.0), Some(1e-3 * 8.0));
+    assert_eq!(relative_to_range(1e-3, 5.0, 5.0), Some(1e-3 * 5.0));
+    assert_eq!(relative_to_range(1e-3, 0.0, 0.0), None);
+}
+
+/// Mean of the dequantized values of `x` over `seeds` seeds, and whether every element's mean
+/// is within 5 standard errors of it (the standard error of one draw is at most
+/// `norm / (2 levels)`).
+fn unbiased(x: &[f32], levels: u32, seeds: u64, symbol: impl Fn(u32, f32, u64, u64) -> u8) -> bool {
+    let bits: Vec<u32> = x.iter().map(|v| v.to_bits()).collect();
+    let norm = qsgd::norm_of::<F32>(&bits);
+    let sigma = norm as f64 / (2.0 * levels as f64) / (seeds as f64).sqrt();
+    x.iter().enumerate().all(|(i, &v)| {
+        let mean = (0..seeds)
+            .map(|seed| {
+                let s = symbol(bits[i], norm, seed, i as u64);
+                F32::to_f32(qsgd::value::<F32>(s, norm, levels)) as f64
+            })
+            .sum::<f64>()
+            / seeds as f64;
+        (mean - v as f64).abs() <= 5.0 * sigma
+    })
+}
+
+#[test]
+fn qsgd_is_unbiased_and_a_biased_rounding_is_caught() {
+    let mut rng = Rng(77);
+    let x: Vec<f32> = (0..64).map(|_| rng.normal() as f32).collect();
+    for levels in [1, 4, 127] {
+        let draw = |b: u32, norm: f32, seed: u64, i: u64| qsgd::quantize::<F32>(b, norm, levels, seed, i);
+        assert!(
+            unbiased(&x, levels, 4000, draw),
+            "QSGD with {levels} levels looks biased"
+        );
+        // the same statistic on deterministic rounding to the nearest level: biased, caught
+        let nearest = |b: u32, norm: f32, _: u64, _: u64| {
+            let v = f32::from_bits(b);
+            let q = (v.abs() / norm * levels as f32).round() as i32;
+            (128 + if v < 0.0 { -q } else { q }) as u8
+        };
+        assert!(
+            !unbiased(&x, levels, 4000, nearest),
+            "{levels} levels: rounding not caught"
+        );
+    }
+}
+
+#[test]
+fn qsgd_is_deterministic_per_seed_and_escapes_non_finite() {
+    let mut rng = Rng(5);
+    let mut x: Vec<u16> = (0..4096).map(|_| Bf16::from_f32(rng.normal() as f32)).collect();
+    let q = |seed| Quantizer::Qsgd {
+        levels: 15,
+        bucket: 512,
+        seed,
+    };
+    let symbols = |quant: Quantizer, x: &[u16]| -> Vec<u8> {
+        x.chunks(quant.bucket())
+            .enumerate()
+            .flat_map(|(b, chunk)| {
+                let scale = quant.scale::<Bf16>(chunk);
+                chunk
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, &e)| quant.symbol::<Bf16>(e, scale, (b * 512 + i) as u64))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let a = symbols(q(1), &x);
+    assert_eq!(a, symbols(q(1), &x));
+    let b = symbols(q(2), &x);
+    assert!(a.iter().zip(&b).filter(|(p, q)| p != q).count() > 100);
+    assert!(a
+        .iter()
+        .all(|&s| s != ESCAPE && (128 - 15..=128 + 15).contains(&(s as i32))));
+    let norm = qsgd::norm_of::<Bf16>(&x[..512]);
+    x[3] = 0x7FC1; // a NaN payload
+    x[9] = 0xFF80; // -inf
+    assert_eq!(qsgd::norm_of::<Bf16>(&x[..512]).to_bits(), {
+        let mut y = x[..512].to_vec();
+        y[3] = 0;
+        y[9] = 0;
+        qsgd::norm_of::<Bf16>(&y).to_bits()
+    });
+    assert_ne!(qsgd::norm_of::<Bf16>(&x[..512]), norm);
+    let s = symbols(q(1), &x);
+    assert_eq!((s[3], s[9]), (ESCAPE, ESCAPE));
+}
