@@ -16,7 +16,7 @@ use crate::dispatch::{dispatch_coder, words_from_le, words_to_le};
 use crate::error::{Error, Result};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
-use zipcoll_device::codec::{self, CodecId, LaneOut};
+use zipcoll_device::codec::{self, CodecId, LaneOut, SymbolCoder};
 use zipcoll_device::dtype::{Elem, Split};
 use zipcoll_device::frame::FrameError;
 use zipcoll_device::reduce::RedOp;
@@ -315,4 +315,74 @@ pub(crate) fn decode_one_block_frame<T: Split>(frame: &[u8], capacity: usize) ->
         let scratch = unsafe { zipcoll_device::block::Scratch::new(base, bytes as usize) };
         codec::block_frame::decode_block_frame::<SimWarp<32>, T>(w, scratch, frame, dst)
     })
+}
+
+/// The coded section of `symbols` (each below `2^bits`) by `codec`'s symbol coder on one
+/// simulated warp of 32 lanes, and its parameters; `Ok(None)` when the coder gave up (the
+/// section would not fit `max_coded_len`). RAW has no coder: [`Error::InvalidArgument`].
+pub(crate) fn code_symbols(codec: CodecId, symbols: &[u8], bits: u32) -> Result<Option<(Vec<u8>, codec::Coded)>> {
+    let no_coder = || Error::InvalidArgument("RAW has no symbol coder".into());
+    let cap = dispatch_coder!(codec, |C| <C as SymbolCoder>::max_coded_len(symbols.len(), bits), raw => return Err(no_coder()));
+    let mut out = vec![0u8; cap];
+    let (po, len) = (SharedPtr(out.as_mut_ptr()), out.len());
+    let result = Mutex::new(None);
+    run::<32>(LaunchConfig::new(1, 32), |w| {
+        // SAFETY: `out` is valid for `len` bytes until `run` returns; only this warp writes it,
+        // through `LaneOut`, with the coder's lanes converged.
+        let dst = unsafe { LaneOut::from_raw(po.get(), len) };
+        let r = dispatch_coder!(codec, |C| C::encode(w, symbols.len(), bits, |i| symbols[i], dst), raw => unreachable!("checked above"));
+        if zipcoll_targets::Grid::thread_idx(w) == 0 {
+            if let Ok(mut slot) = result.lock() {
+                *slot = Some(r.ok());
+            }
+        }
+    })?;
+    let coded = result
+        .into_inner()
+        .ok()
+        .flatten()
+        .ok_or_else(|| Error::Sim("lane 0 of the symbol coder returned no result".into()))?;
+    Ok(coded.map(|c| {
+        out.truncate(c.len);
+        (out, c)
+    }))
+}
+
+/// The `n` symbols of `bits` bits that `codec`'s coder decodes from exactly `coded` with the
+/// parameters it wrote, on one simulated warp of 32 lanes; the coder's [`FrameError`] if the
+/// section is not one it writes.
+pub(crate) fn decode_symbols(
+    codec: CodecId,
+    coded: &[u8],
+    n: usize,
+    bits: u32,
+    params: (u16, u32),
+) -> Result<std::result::Result<Vec<u8>, FrameError>> {
+    if codec == CodecId::Raw {
+        return Err(Error::InvalidArgument("RAW has no symbol coder".into()));
+    }
+    let mut out = vec![0u8; n];
+    let po = SharedPtr(out.as_mut_ptr());
+    let result = Mutex::new(None);
+    run::<32>(LaunchConfig::new(1, 32), |w| {
+        let put = |i: usize, s: u8| {
+            if i < n {
+                // SAFETY: `i < n`, inside `out` (alive until `run` returns); the coder puts
+                // each symbol once, on one lane.
+                unsafe { po.get().add(i).write(s) };
+            }
+        };
+        let r = dispatch_coder!(codec, |C| C::decode(w, n, bits, params.0, params.1, coded, put), raw => unreachable!("checked above"));
+        if zipcoll_targets::Grid::thread_idx(w) == 0 {
+            if let Ok(mut slot) = result.lock() {
+                *slot = Some(r);
+            }
+        }
+    })?;
+    let r = result
+        .into_inner()
+        .ok()
+        .flatten()
+        .ok_or_else(|| Error::Sim("lane 0 of the symbol decoder returned no result".into()))?;
+    Ok(r.map(|()| out))
 }

@@ -2,13 +2,14 @@
 //!
 //! | command   | what it does                                                                      | exit status |
 //! |-----------|-----------------------------------------------------------------------------------|-------------|
-//! | `inspect` | per tensor of a file: each codec's ratio, round trip checked bit for bit, the order-0 exponent entropy bound, and the codec the arbitration picks for NVLink and for the network | 0 all round trips equal; 1 one differs; 2 usage error; 3 the file or the GPU failed; 141 stdout closed early |
+//! | `inspect` | per tensor of a file: each codec's ratio, round trip checked bit for bit, the order-0 exponent entropy bound, and the codec the arbitration picks for NVLink and for the network; with `--lossy`, a quantizer's ratios alone and with each coder, and its largest error | 0 all round trips equal (every element within the bound); 1 one differs (or broke the bound); 2 usage error; 3 the file or the GPU failed; 141 stdout closed early |
 //!
 //! ```sh
 //! zipcoll inspect weights.bin --dtype bf16                  # raw little-endian bf16
 //! zipcoll inspect model.safetensors                         # every float tensor, its own dtype
 //! zipcoll inspect model.safetensors --dtype bf16 --codec expans --gpu
 //! zipcoll inspect grads.bin --dtype f32 --codec auto --frame-elems 16384
+//! zipcoll inspect grads.bin --dtype f32 --lossy error-bound:abs=1e-3   # also rel=1e-4, qsgd:bits=8
 //! ```
 //!
 //! A file whose name ends in `.safetensors` is read as safetensors: every tensor of dtype
@@ -29,6 +30,8 @@ mod common;
 mod input;
 #[path = "zipcoll/inspect.rs"]
 mod inspect;
+#[path = "zipcoll/lossy.rs"]
+mod lossy;
 
 use clap::{Parser, Subcommand};
 use common::Fail;
@@ -55,7 +58,8 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(&args).and_then(|outcome| match outcome {
             inspect::Outcome::AllEqual => Ok(()),
             inspect::Outcome::Mismatch => Err(Fail::Check(
-                "a round trip did not give back the data bit for bit".into(),
+                "a round trip did not give back the data bit for bit (or, with --lossy, an element broke the bound)"
+                    .into(),
             )),
         }),
     })

@@ -744,3 +744,45 @@ pub fn parse_stream(dtype: DType, bytes: &[u8]) -> Result<Encoded> {
 pub fn decode_stream(backend: Backend, dtype: DType, bytes: &[u8]) -> Result<Vec<u8>> {
     decode(backend, &parse_stream(dtype, bytes)?)
 }
+
+/// A stream of small symbols coded by one symbol coder (what the lossy quantizers of
+/// `zipcoll_device::lossy` produce): the coded section and what its decoder needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodedSymbols {
+    /// The coder (not RAW).
+    pub codec: CodecId,
+    /// Symbols coded.
+    pub n: usize,
+    /// Bits per symbol (`1..=8`).
+    pub bits: u32,
+    /// The coder's parameters (a frame header's `params` and `params2`).
+    pub params: (u16, u32),
+    /// The coded section.
+    pub bytes: Vec<u8>,
+}
+
+/// Codes `symbols` (each below `2^bits`, `bits` in `1..=8`) with `codec`'s symbol coder on the
+/// simulator; `Ok(None)` when the coder gives up (its section would exceed its bound).
+/// [`Error::InvalidArgument`] for RAW (no coder), bad `bits` or a symbol out of range.
+pub fn encode_symbols(codec: CodecId, symbols: &[u8], bits: u32) -> Result<Option<CodedSymbols>> {
+    if !(1..=8).contains(&bits) {
+        return Err(Error::InvalidArgument(format!("symbols of {bits} bits (1..=8)")));
+    }
+    if let Some(s) = symbols.iter().find(|&&s| u32::from(s) >> bits != 0) {
+        return Err(Error::InvalidArgument(format!("symbol {s} does not fit {bits} bits")));
+    }
+    Ok(sim::code_symbols(codec, symbols, bits)?.map(|(bytes, c)| CodedSymbols {
+        codec,
+        n: symbols.len(),
+        bits,
+        params: (c.params, c.params2),
+        bytes,
+    }))
+}
+
+/// The symbols of `coded`, decoded on the simulator; [`Error::Frame`] (frame 0) if the coder
+/// rejects the section.
+pub fn decode_symbols(coded: &CodedSymbols) -> Result<Vec<u8>> {
+    sim::decode_symbols(coded.codec, &coded.bytes, coded.n, coded.bits, coded.params)?
+        .map_err(|error| Error::Frame { frame: 0, error })
+}

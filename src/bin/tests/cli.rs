@@ -215,6 +215,55 @@ fn auto_codec_checks_realized_size() {
 }
 
 #[test]
+fn lossy_quantizers_report_their_ratios_and_errors() {
+    let dir = TempDir::new("lossy");
+    let file = dir.path("grads.f32");
+    let mut x: Vec<f32> = normal(100_000, 4).iter().map(|v| v * 0.05).collect();
+    x[5] = f32::NAN;
+    x[7] = f32::NEG_INFINITY;
+    x[9] = 1e30;
+    std::fs::write(&file, bytes_of::<F32>(&x)).unwrap();
+    for (spec, shown, escapes) in [
+        ("error-bound:abs=1e-3", "error-bound:abs=0.001", "3 escapes"),
+        ("error-bound:rel=1e-4", "error-bound:rel=0.0001", "3 escapes"),
+        ("qsgd:bits=8", "qsgd:bits=8,bucket=512,seed=0", "2 escapes"),
+    ] {
+        let out = success(&inspect(&[s(&file), "--dtype", "f32", "--lossy", spec]));
+        let line = out
+            .lines()
+            .find(|l| l.trim_start().starts_with("lossy"))
+            .unwrap_or_else(|| panic!("{out}"));
+        assert!(line.contains(shown) && line.contains(escapes), "{line}");
+        if spec.starts_with("error-bound:abs") {
+            assert!(line.ends_with("bound held"), "{line}");
+        }
+        let quant = ratio_of(&out, "quant").expect("a quant line");
+        let huffman = ratio_of(&out, "+huffman").expect("a +huffman line");
+        // 8-bit symbols are a quarter of f32; Huffman codes the few busy buckets in fewer bits
+        assert!((0.25..0.26).contains(&quant), "{out}");
+        assert!(huffman < quant, "{out}");
+        assert_eq!(out.matches("symbols round trip ok").count(), 3, "{out}");
+    }
+    for (bad, message) in [
+        ("error-bound:abs=-1", "is not a positive number"),
+        ("qsgd:bits=9", "bad bits=9"),
+        ("zfp:rate=8", "expected error-bound:abs=EB"),
+    ] {
+        fails_with(&inspect(&[s(&file), "--dtype", "f32", "--lossy", bad]), 2, message);
+    }
+    let both = inspect(&[
+        s(&file),
+        "--dtype",
+        "f32",
+        "--lossy",
+        "qsgd:bits=4",
+        "--codec",
+        "expans",
+    ]);
+    fails_with(&both, 2, "cannot be used with");
+}
+
+#[test]
 fn errors_exit_nonzero_with_a_message() {
     let dir = TempDir::new("err");
     let odd = dir.path("odd.bf16");

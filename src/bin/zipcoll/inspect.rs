@@ -13,6 +13,7 @@
 
 use crate::common::{say, Fail};
 use crate::input::{self, dtype_name, Tensor};
+use crate::lossy::{self, LossySpec};
 use clap::Args;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -52,6 +53,11 @@ pub struct InspectArgs {
     /// f16, 268435456 f32 elements), checked against every tensor's dtype before any work.
     #[arg(long, default_value_t = 65536, value_parser = clap::value_parser!(u64).range(1..=MAX_FRAME_DATA_BYTES as u64))]
     pub frame_elems: u64,
+    /// Quantize first, then code the quantizer's symbols: error-bound:abs=EB,
+    /// error-bound:rel=R (of the value range) or qsgd:bits=B[,bucket=N][,seed=S]; reports the
+    /// ratios and the largest error instead of the lossless codecs (on the simulator).
+    #[arg(long, value_parser = lossy::parse_lossy, conflicts_with_all = ["codec", "gpu"])]
+    pub lossy: Option<LossySpec>,
 }
 
 /// What `--codec` asks for.
@@ -78,7 +84,8 @@ fn parse_codec(name: &str) -> Result<CodecChoice, String> {
 /// How the round trips went.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// Every round trip gave back the data bit for bit.
+    /// Every round trip gave back the data bit for bit (with `--lossy`: every element within
+    /// the bound, every coded symbol stream back as it was).
     AllEqual,
     /// At least one did not.
     Mismatch,
@@ -124,7 +131,14 @@ pub fn run(args: &InspectArgs) -> Result<Outcome, Fail> {
     let mut totals = Totals::default();
     let mut outcome = Outcome::AllEqual;
     for t in &input.tensors {
-        if inspect_tensor(backend, t, input.data(t), frame_elems, args.codec, &mut totals)? == Outcome::Mismatch {
+        let got = match args.lossy {
+            Some(spec) => {
+                tensor_line(t, input.data(t), frame_elems);
+                lossy::report(spec, t.dtype, input.data(t), frame_elems)?
+            }
+            None => inspect_tensor(backend, t, input.data(t), frame_elems, args.codec, &mut totals)?,
+        };
+        if got == Outcome::Mismatch {
             outcome = Outcome::Mismatch;
         }
     }
@@ -283,6 +297,19 @@ fn reason_text(reason: Reason) -> String {
     }
 }
 
+/// Prints the line that opens a tensor's report; returns its number of elements.
+fn tensor_line(t: &Tensor, data: &[u8], frame_elems: usize) -> usize {
+    let n = data.len() / t.dtype.size_bytes();
+    say!(
+        "tensor {}: {}, {n} elements, {}, {} frame(s)",
+        t.name,
+        dtype_name(t.dtype),
+        mib(data.len() as u64),
+        n.div_ceil(frame_elems)
+    );
+    n
+}
+
 /// Prints the report of one tensor; encodes with the codecs `choice` asks for.
 fn inspect_tensor(
     backend: Backend,
@@ -292,14 +319,7 @@ fn inspect_tensor(
     choice: Option<CodecChoice>,
     totals: &mut Totals,
 ) -> Result<Outcome, Fail> {
-    let n = data.len() / t.dtype.size_bytes();
-    say!(
-        "tensor {}: {}, {n} elements, {}, {} frame(s)",
-        t.name,
-        dtype_name(t.dtype),
-        mib(data.len() as u64),
-        n.div_ceil(frame_elems)
-    );
+    let n = tensor_line(t, data, frame_elems);
     if n == 0 {
         say!("  empty: nothing to encode");
         return Ok(Outcome::AllEqual);
