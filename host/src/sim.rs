@@ -232,21 +232,12 @@ pub(crate) fn decode_one_frame<const W: u32, T: Split>(
     })
 }
 
-/// Runs `decode` with every thread of the one block `cfg` launches, into room for `capacity`
-/// elements, and returns what thread 0 got.
-fn decode_one<const W: u32, T: Split>(
-    capacity: usize,
-    cfg: LaunchConfig,
-    decode: impl Fn(SimWarp<W>, LaneOut<'_>) -> std::result::Result<usize, FrameError> + Sync,
-) -> Result<Result<usize, FrameError>> {
-    let mut out = vec![0u8; capacity * T::DTYPE.size_bytes()];
-    let (po, len) = (SharedPtr(out.as_mut_ptr()), out.len());
+/// Runs `f` on every thread `cfg` launches and returns what thread 0 returned (`what` names the
+/// launch in the error when it returned nothing).
+fn thread_0<const W: u32, R: Send>(cfg: LaunchConfig, what: &str, f: impl Fn(SimWarp<W>) -> R + Sync) -> Result<R> {
     let result = Mutex::new(None);
     run::<W>(cfg, |w| {
-        // SAFETY: `out` is valid for `len` bytes until `run` returns and only this launch's
-        // threads write it, through `LaneOut` (disjoint bytes).
-        let dst = unsafe { LaneOut::from_raw(po.get(), len) };
-        let r = decode(w, dst);
+        let r = f(w);
         if zipcoll_targets::Grid::thread_idx(w) == 0 {
             // A poisoned lock only means another thread panicked; `run` reports that panic.
             if let Ok(mut slot) = result.lock() {
@@ -258,7 +249,24 @@ fn decode_one<const W: u32, T: Split>(
         .into_inner()
         .ok()
         .flatten()
-        .ok_or_else(|| Error::Sim("thread 0 of the decoding launch returned no result".into()))
+        .ok_or_else(|| Error::Sim(format!("thread 0 of the {what} returned no result")))
+}
+
+/// Runs `decode` with every thread of the one block `cfg` launches, into room for `capacity`
+/// elements, and returns what thread 0 got.
+fn decode_one<const W: u32, T: Split>(
+    capacity: usize,
+    cfg: LaunchConfig,
+    decode: impl Fn(SimWarp<W>, LaneOut<'_>) -> std::result::Result<usize, FrameError> + Sync,
+) -> Result<Result<usize, FrameError>> {
+    let mut out = vec![0u8; capacity * T::DTYPE.size_bytes()];
+    let (po, len) = (SharedPtr(out.as_mut_ptr()), out.len());
+    thread_0::<W, _>(cfg, "decoding launch", |w| {
+        // SAFETY: `out` is valid for `len` bytes until the launch returns and only its threads
+        // write it, through `LaneOut` (disjoint bytes).
+        let dst = unsafe { LaneOut::from_raw(po.get(), len) };
+        decode(w, dst)
+    })
 }
 
 /// The geometry of the block codec kernels: one block of `BLOCK_THREADS` threads per frame (at
@@ -325,23 +333,12 @@ pub(crate) fn code_symbols(codec: CodecId, symbols: &[u8], bits: u32) -> Result<
     let cap = dispatch_coder!(codec, |C| <C as SymbolCoder>::max_coded_len(symbols.len(), bits), raw => return Err(no_coder()));
     let mut out = vec![0u8; cap];
     let (po, len) = (SharedPtr(out.as_mut_ptr()), out.len());
-    let result = Mutex::new(None);
-    run::<32>(LaunchConfig::new(1, 32), |w| {
-        // SAFETY: `out` is valid for `len` bytes until `run` returns; only this warp writes it,
-        // through `LaneOut`, with the coder's lanes converged.
+    let coded = thread_0::<32, _>(LaunchConfig::new(1, 32), "symbol coder", |w| {
+        // SAFETY: `out` is valid for `len` bytes until the launch returns; only this warp writes
+        // it, through `LaneOut`, with the coder's lanes converged.
         let dst = unsafe { LaneOut::from_raw(po.get(), len) };
-        let r = dispatch_coder!(codec, |C| C::encode(w, symbols.len(), bits, |i| symbols[i], dst), raw => unreachable!("checked above"));
-        if zipcoll_targets::Grid::thread_idx(w) == 0 {
-            if let Ok(mut slot) = result.lock() {
-                *slot = Some(r.ok());
-            }
-        }
+        dispatch_coder!(codec, |C| C::encode(w, symbols.len(), bits, |i| symbols[i], dst).ok(), raw => unreachable!("checked above"))
     })?;
-    let coded = result
-        .into_inner()
-        .ok()
-        .flatten()
-        .ok_or_else(|| Error::Sim("lane 0 of the symbol coder returned no result".into()))?;
     Ok(coded.map(|c| {
         out.truncate(c.len);
         (out, c)
@@ -363,26 +360,15 @@ pub(crate) fn decode_symbols(
     }
     let mut out = vec![0u8; n];
     let po = SharedPtr(out.as_mut_ptr());
-    let result = Mutex::new(None);
-    run::<32>(LaunchConfig::new(1, 32), |w| {
+    let r = thread_0::<32, _>(LaunchConfig::new(1, 32), "symbol decoder", |w| {
         let put = |i: usize, s: u8| {
             if i < n {
-                // SAFETY: `i < n`, inside `out` (alive until `run` returns); the coder puts
+                // SAFETY: `i < n`, inside `out` (alive until the launch returns); the coder puts
                 // each symbol once, on one lane.
                 unsafe { po.get().add(i).write(s) };
             }
         };
-        let r = dispatch_coder!(codec, |C| C::decode(w, n, bits, params.0, params.1, coded, put), raw => unreachable!("checked above"));
-        if zipcoll_targets::Grid::thread_idx(w) == 0 {
-            if let Ok(mut slot) = result.lock() {
-                *slot = Some(r);
-            }
-        }
+        dispatch_coder!(codec, |C| C::decode(w, n, bits, params.0, params.1, coded, put), raw => unreachable!("checked above"))
     })?;
-    let r = result
-        .into_inner()
-        .ok()
-        .flatten()
-        .ok_or_else(|| Error::Sim("lane 0 of the symbol decoder returned no result".into()))?;
     Ok(r.map(|()| out))
 }
