@@ -82,34 +82,9 @@ macro_rules! dispatch_dtype {
     }};
 }
 
-/// Evaluates `$body` with the type alias `$C` (the [`zipcoll_device::codec::SymbolCoder`] of
-/// `$codec`) in scope, or `$raw` for [`zipcoll_device::codec::CodecId::Raw`], which has none.
-macro_rules! dispatch_coder {
-    ($codec:expr, |$C:ident| $body:expr, raw => $raw:expr) => {{
-        use zipcoll_device::codec::{self as cd, CodecId};
-        match $codec {
-            CodecId::Raw => $raw,
-            CodecId::FixedLen => {
-                type $C = cd::FixedLen;
-                $body
-            }
-            CodecId::ExpWindow => {
-                type $C = cd::ExpWindow;
-                $body
-            }
-            CodecId::ExpAns => {
-                type $C = cd::ExpAns;
-                $body
-            }
-            CodecId::Huffman => {
-                type $C = cd::Huffman;
-                $body
-            }
-        }
-    }};
-}
-
-pub(crate) use {dispatch, dispatch_coder, dispatch_dtype};
+/// The dispatch from a codec id to its symbol coder (`zipcoll_device`'s one list of codecs).
+pub(crate) use zipcoll_device::with_symbol_coder as dispatch_coder;
+pub(crate) use {dispatch, dispatch_dtype};
 
 /// Element bytes (little-endian) to storage words.
 pub(crate) fn words_from_le<B: zipcoll_targets::Word>(bytes: &[u8]) -> Vec<B> {

@@ -48,7 +48,7 @@
 //! | `ExpAns`     | [`ExpAns`] symbols joined with the raw plane                      |
 //! | `Huffman`    | [`Huffman`] symbols joined with the raw plane                     |
 
-use super::{CodecId, Coded, ExpAns, ExpWindow, FixedLen, Huffman, LaneOut, SymbolCoder};
+use super::{CodecId, Coded, LaneOut, SymbolCoder};
 use crate::bits::{pack_fixed_prefix, packed_bytes, read_bits, warp_checksum_words};
 use crate::dtype::{Elem, Split};
 use crate::frame::{FrameError, FrameHeader, FRAME_VERSION, HEADER_BYTES};
@@ -367,14 +367,10 @@ fn decode_frame_of<W: Warp, T: Split, const CODED: bool>(
     let (h, n, payload) = parse_for::<T>(frame, FRAME_VERSION, out.len())?;
     let raw_bytes = h.raw_bytes as usize;
     let codec = h.codec_id().ok_or(FrameError::UnknownCodec { found: h.codec })?;
-    match codec {
-        CodecId::Raw => decode_raw(w, &h, payload, out)?,
-        codec if !CODED => return Err(FrameError::CodecNotBuilt { codec }),
-        CodecId::FixedLen => decode_split::<W, T, FixedLen>(w, &h, n, payload, out)?,
-        CodecId::ExpWindow => decode_split::<W, T, ExpWindow>(w, &h, n, payload, out)?,
-        CodecId::ExpAns => decode_split::<W, T, ExpAns>(w, &h, n, payload, out)?,
-        CodecId::Huffman => decode_split::<W, T, Huffman>(w, &h, n, payload, out)?,
+    if codec != CodecId::Raw && !CODED {
+        return Err(FrameError::CodecNotBuilt { codec });
     }
+    crate::with_symbol_coder!(codec, |C| decode_split::<W, T, C>(w, &h, n, payload, out)?, raw => decode_raw(w, &h, payload, out)?);
     // every lane: its writes are done; after the sync, every lane sees every lane's writes
     w.sync(W::FULL);
     let computed = warp_checksum_words(w, raw_bytes, |j| {

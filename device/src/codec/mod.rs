@@ -17,8 +17,9 @@
 //! the same arguments; each lane reads the whole input and writes only its own parts of the
 //! output through a [`LaneOut`].
 //!
-//! Adding a codec: implement [`SymbolCoder`] in one file of this module, add its id to
-//! [`CodecId`] and its arm to the dispatch in `frame_codec.rs`.
+//! Adding a codec: implement [`SymbolCoder`] in one file of this module and add its line to
+//! [`for_each_symbol_coder!`], which makes its [`CodecId`] and every dispatch
+//! ([`with_symbol_coder!`]).
 
 use crate::frame::FrameError;
 use core::marker::PhantomData;
@@ -38,39 +39,93 @@ pub use fixed_len::FixedLen;
 pub use frame_codec::{decode_frame, decode_raw_frame, encode_frame, encode_raw_frame, max_encoded_len};
 pub use huffman::Huffman;
 
-/// The codecs, as stored in frame headers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[repr(u8)]
-pub enum CodecId {
-    Raw = 0,
-    FixedLen = 1,
-    ExpWindow = 2,
-    ExpAns = 3,
-    Huffman = 4,
+/// The codecs with a symbol coder, in id order: **the one list of them.** Each entry is
+/// `[type, id, name]`: the [`SymbolCoder`] under this module (also the [`CodecId`] variant),
+/// its id in frame headers, its name in the CLI and reports. `for_each_symbol_coder!((m) {
+/// args })` expands to `m! { args [FixedLen, 1, "fixedlen"] .. }`, so the list drives [`CodecId`],
+/// [`CodecId::ALL`], [`CodecId::name`] and every dispatch ([`with_symbol_coder!`]). Adding a
+/// codec: its file in this module, its line here, and its row in codegen's codec table (the
+/// kernels' `codec = [...]` names; a proc-macro cannot read this list).
+#[macro_export]
+macro_rules! for_each_symbol_coder {
+    (($($m:tt)+) { $($args:tt)* }) => {
+        $($m)+! { $($args)*
+            [FixedLen, 1, "fixedlen"]
+            [ExpWindow, 2, "expwindow"]
+            [ExpAns, 3, "expans"]
+            [Huffman, 4, "huffman"]
+        }
+    };
 }
 
+/// Evaluates `$body` with the type alias `$C` naming the [`SymbolCoder`] of `$codec` (a
+/// [`CodecId`]), or `$raw` for [`CodecId::Raw`], which has none: the dispatch from a codec id
+/// to its coder, made from [`for_each_symbol_coder!`].
+///
+/// ```
+/// use zipcoll_device::codec::{CodecId, SymbolCoder};
+/// let bound = |c: CodecId| zipcoll_device::with_symbol_coder!(c, |C| C::max_coded_len(100, 8), raw => 0);
+/// assert_eq!(bound(CodecId::Raw), 0);
+/// assert!(bound(CodecId::Huffman) > 0);
+/// ```
+#[macro_export]
+macro_rules! with_symbol_coder {
+    ($codec:expr, |$C:ident| $body:expr, raw => $raw:expr) => {
+        $crate::for_each_symbol_coder!(($crate::__symbol_coder_match) { ($codec) $C ($body) ($raw) })
+    };
+}
+
+/// [`with_symbol_coder!`]'s match over the list.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __symbol_coder_match {
+    (($codec:expr) $C:ident ($body:expr) ($raw:expr) $([$coder:ident, $id:literal, $name:literal])*) => {
+        match $codec {
+            $crate::codec::CodecId::Raw => $raw,
+            $($crate::codec::CodecId::$coder => {
+                type $C = $crate::codec::$coder;
+                $body
+            })*
+        }
+    };
+}
+
+/// Defines [`CodecId`] from the list.
+macro_rules! codec_ids {
+    ($([$coder:ident, $id:literal, $name:literal])*) => {
+        /// The codecs, as stored in frame headers: RAW (no coder) and those of
+        /// [`for_each_symbol_coder!`].
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(u8)]
+        pub enum CodecId {
+            /// The data as is.
+            Raw = 0,
+            $(
+                #[doc = concat!("The symbols coded by [`", stringify!($coder), "`].")]
+                $coder = $id,
+            )*
+        }
+
+        impl CodecId {
+            /// Every codec, in id order.
+            pub const ALL: [CodecId; 1 + [$($id),*].len()] = [CodecId::Raw, $(CodecId::$coder),*];
+            /// The name used by the CLI and in reports (`raw`, `fixedlen`, `expwindow`, `expans`, `huffman`).
+            pub fn name(self) -> &'static str {
+                match self {
+                    CodecId::Raw => "raw",
+                    $(CodecId::$coder => $name,)*
+                }
+            }
+        }
+    };
+}
+
+for_each_symbol_coder!((codec_ids) {});
+
 impl CodecId {
-    /// Every codec, in id order.
-    pub const ALL: [CodecId; 5] = [
-        CodecId::Raw,
-        CodecId::FixedLen,
-        CodecId::ExpWindow,
-        CodecId::ExpAns,
-        CodecId::Huffman,
-    ];
     /// The codec whose id is `v`, if any.
     pub fn from_u8(v: u8) -> Option<CodecId> {
         CodecId::ALL.into_iter().find(|c| *c as u8 == v)
-    }
-    /// The name used by the CLI and in reports (`raw`, `fixedlen`, `expwindow`, `expans`, `huffman`).
-    pub fn name(self) -> &'static str {
-        match self {
-            CodecId::Raw => "raw",
-            CodecId::FixedLen => "fixedlen",
-            CodecId::ExpWindow => "expwindow",
-            CodecId::ExpAns => "expans",
-            CodecId::Huffman => "huffman",
-        }
     }
     /// A [`FrameError::Corrupt`] of this codec at byte `offset` of its coded section.
     #[inline(always)]

@@ -15,11 +15,11 @@
 
 use core::marker::PhantomData;
 use zipcoll_device::codec::{
-    decode_frame, decode_raw_frame, encode_frame, encode_raw_frame, CodecId, ExpAns, ExpWindow, FixedLen, Huffman,
-    LaneOut, SymbolCoder,
+    decode_frame, decode_raw_frame, encode_frame, encode_raw_frame, CodecId, LaneOut, SymbolCoder,
 };
 use zipcoll_device::dtype::Split;
 use zipcoll_device::frame::FrameError;
+use zipcoll_device::with_symbol_coder;
 use zipcoll_targets::Warp;
 
 /// An encoder for the frames a primitive sends.
@@ -77,11 +77,9 @@ impl Compression for ByChannel {
     fn encode<W: Warp, T: Split>(w: W, codec: u64, input: &[T::Bits], out: LaneOut<'_>) -> Result<usize, FrameError> {
         let id = u8::try_from(codec).ok().and_then(CodecId::from_u8);
         match id {
-            Some(CodecId::Raw) => encode_raw_frame::<W, T>(w, input, out),
-            Some(CodecId::FixedLen) => encode_frame::<W, T, FixedLen>(w, input, out),
-            Some(CodecId::ExpWindow) => encode_frame::<W, T, ExpWindow>(w, input, out),
-            Some(CodecId::ExpAns) => encode_frame::<W, T, ExpAns>(w, input, out),
-            Some(CodecId::Huffman) => encode_frame::<W, T, Huffman>(w, input, out),
+            Some(id) => {
+                with_symbol_coder!(id, |C| encode_frame::<W, T, C>(w, input, out), raw => encode_raw_frame::<W, T>(w, input, out))
+            }
             None => Err(FrameError::UnknownCodec {
                 found: u8::try_from(codec).unwrap_or(u8::MAX),
             }),
