@@ -611,6 +611,14 @@ fn check(comm: &Communicator, args: &CheckArgs) -> Result<usize, Error> {
             );
         }
     }
+    if sel.cases.iter().any(|c| matches!(c, Case::AllReduce(Algorithm::Ring))) {
+        let (rounds, wrong) = repeated_calls(comm)?;
+        cases += rounds;
+        failed += wrong;
+        if rank == 0 {
+            say!("check repeated all_reduce {rounds} rounds on the same buffers, {wrong} failed (on a GPU, plans not uploaded again)");
+        }
+    }
     if rank == 0 {
         say!(
             "check over {:?} on {:?}: {cases} cases per rank x {k} ranks, {failed} failed on rank 0, {:.1} s",
@@ -620,6 +628,46 @@ fn check(comm: &Communicator, args: &CheckArgs) -> Result<usize, Error> {
         );
     }
     Ok(failed)
+}
+
+/// The same all_reduce (same buffers, count and options, so on a GPU the same plan, which the
+/// call slots then do not upload again) over new data each round, each result checked against
+/// the reference: (rounds, rounds that failed).
+fn repeated_calls(comm: &Communicator) -> Result<(usize, usize), Error> {
+    let (rank, k) = (comm.rank(), comm.nranks());
+    let (dtype, op, count) = (DType::Bf16, ReduceOp::Sum, 10_007);
+    let case = Case::AllReduce(Algorithm::Ring);
+    let mut src = comm.alloc(count * dtype.size_bytes())?;
+    let mut dst = comm.alloc(count * dtype.size_bytes())?;
+    let opts = Options {
+        compression: Some(Compression::Off),
+        ..Options::default()
+    };
+    // more rounds than call slots, so every slot runs the plan again
+    let rounds = 2 * comm.config().max_inflight + 1;
+    let mut failed = 0;
+    for round in 0..rounds {
+        let inputs: Vec<Vec<u8>> = (0..k)
+            .map(|r| testdata::elements(dtype, count, seed(&["repeat"], round, r)))
+            .collect();
+        src.copy_from_host(&inputs[rank])?;
+        comm.all_reduce(
+            Data::OutOfPlace {
+                src: &src,
+                dst: &mut dst,
+            },
+            count,
+            dtype,
+            op,
+            opts,
+        )?;
+        comm.synchronize()?;
+        if dst.to_host()? != case.expected(comm, dtype, op, &inputs)? {
+            failed += 1;
+            eprintln!("rank {rank}: MISMATCH repeated all_reduce, round {round}");
+        }
+    }
+    Ok((rounds, failed))
 }
 
 /// Rank 0's output of `case` when the same inputs run on the simulator (in this process).

@@ -605,6 +605,13 @@ fn comm_check_quick_reports_progress() {
         progress[1].starts_with("check send_recv_shift") && progress[1].contains("72/72 cases, 0 failed"),
         "{stdout}"
     );
+    // the ring all_reduce again and again on the same buffers (the simulator's 16 call slots
+    // twice over, and one more)
+    assert!(
+        stdout.contains("check repeated all_reduce 33 rounds on the same buffers, 0 failed"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("105 cases per rank x 2 ranks, 0 failed"), "{stdout}");
 }
 
 #[test]
