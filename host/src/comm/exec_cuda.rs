@@ -170,8 +170,9 @@ impl Slot {
             Ok(()) => {
                 self.warps = warps;
                 self.did_upload = upload && warps > 0;
-                if self.did_upload {
-                    self.uploaded = layout.total;
+                if upload {
+                    // a launch of no warps copies nothing: the image then differs from the scratch
+                    self.uploaded = if self.did_upload { layout.total } else { 0 };
                 }
             }
             Err(_) => {
