@@ -203,7 +203,7 @@ struct Analysis {
 }
 
 /// The elements of `data` (little-endian, whole elements).
-fn elements<T: Elem>(data: &[u8]) -> Vec<T::Bits> {
+pub fn elements<T: Elem>(data: &[u8]) -> Vec<T::Bits> {
     data.chunks_exact(T::DTYPE.size_bytes())
         .map(|c| T::Bits::from_bits64(c.iter().rev().fold(0u64, |v, &b| v << 8 | b as u64)))
         .collect()

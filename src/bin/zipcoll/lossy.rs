@@ -14,14 +14,13 @@
 //! | `+fixedlen`, `+huffman`, `+expans` | the same with the symbols coded by that coder (round trip of the symbols checked) |
 
 use crate::common::{say, Fail};
-use crate::inspect::Outcome;
+use crate::inspect::{elements, Outcome};
 use zipcoll::codec::{decode_symbols, encode_symbols};
 use zipcoll::{CodecId, DType};
 use zipcoll_device::dtype::{Bf16, Elem, F16, F32, F8E4M3, F8E5M2};
 use zipcoll_device::frame::HEADER_BYTES;
 use zipcoll_device::lossy::error_bound::relative_to_range;
 use zipcoll_device::lossy::{Quantizer, ESCAPE};
-use zipcoll_targets::Word;
 
 /// What `--lossy` asks for.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -109,8 +108,8 @@ impl LossySpec {
     }
 }
 
-/// A tensor quantized: its symbols, each bucket's scale, the escaped elements in order, and
-/// every element as the receiver rebuilds it.
+/// A tensor quantized: its symbols, each bucket's scale, how many elements escaped, and every
+/// element as the receiver rebuilds it.
 struct Quantized<B> {
     symbols: Vec<u8>,
     scales: Vec<f32>,
@@ -125,10 +124,11 @@ fn quantize<T: Elem>(q: &Quantizer, x: &[T::Bits]) -> Quantized<T::Bits> {
         escapes: 0,
         rebuilt: Vec::with_capacity(x.len()),
     };
-    for (b, bucket) in x.chunks(q.bucket().min(x.len().max(1))).enumerate() {
+    let len = q.bucket().min(x.len().max(1));
+    for (b, bucket) in x.chunks(len).enumerate() {
         let scale = q.scale::<T>(bucket);
         out.scales.push(scale);
-        let first = b * q.bucket().min(x.len().max(1));
+        let first = b * len;
         for (i, &e) in bucket.iter().enumerate() {
             let s = q.symbol::<T>(e, scale, (first + i) as u64);
             out.symbols.push(s);
@@ -157,10 +157,7 @@ pub fn report(spec: LossySpec, dtype: DType, data: &[u8], frame_elems: usize) ->
 
 fn report_as<T: Elem>(spec: LossySpec, data: &[u8], frame_elems: usize) -> Result<Outcome, Fail> {
     let size = T::DTYPE.size_bytes();
-    let x: Vec<T::Bits> = data
-        .chunks_exact(size)
-        .map(|c| T::Bits::from_bits64(c.iter().rev().fold(0u64, |v, b| v << 8 | u64::from(*b))))
-        .collect();
+    let x = elements::<T>(data);
     let finite = x.iter().map(|&e| T::to_f32(e)).filter(|v| v.is_finite());
     let range = finite.fold(None, |r: Option<(f32, f32)>, v| {
         Some(r.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))))
