@@ -19,6 +19,7 @@
 # | sanitize_block | compute-sanitizer memcheck, racecheck and synccheck on the block crosscheck (small) |
 # | block_variants | the block codec kernels from each .gpu-probe/*.ptx (e.g. the same PTX with `.maxnreg` set), each compiled by ptxas and timed on the tensors (after `tensors`) |
 # | ncu_block   | Nsight Compute on the bf16 block ExpAns encoder and decoder (speed of light, occupancy, warp stalls) |
+# | ncu_source  | Nsight Compute source counters of the bf16 block ExpAns encoder and decoder: per SASS instruction, executions and stall samples (CSV) |
 # | gpu_tests   | the host's GPU-only tests (.gpu/tests, from gpu-pack.sh) with ZIPCOLL_REQUIRE_GPU=1: they fail, not skip, if the GPU path breaks |
 # | race_sync   | compute-sanitizer racecheck and synccheck on the all_reduce example (COMM_RANKS ranks, small) and on the codec crosscheck (small) |
 # | p2p_faults  | over P2P: `zipcoll-comm kill` (rank 1's process exits mid-collective), `zipcoll-comm abort` (rank 1 calls abort(): the others fail within 1 s naming it, the timeout 60 s), `zipcoll-comm resident` (4 ranks x 256 channels: a group of 1536 warps, refused or run right) and Auto's transport with CUDA_VISIBLE_DEVICES=0 in every rank |
@@ -114,6 +115,14 @@ for step in $STEPS; do
       run ncu_block ncu --kernel-name regex:'block_frames__bf16' --launch-count 4 --section SpeedOfLight \
         --section Occupancy --section WarpStateStats --section LaunchStats --section MemoryWorkloadAnalysis \
         .gpu/bin/zipcoll-bench codec --files $T/ncu --codec raw,expans --unit block --frame-elems 32768 --repeats 1 --warmup 0 ;;
+    ncu_source)
+      mkdir -p $T/ncu && ln -sf $T/normal_bf16.bin $T/ncu/normal_bf16.bin
+      for k in encode_block_frames__bf16__expans decode_block_frames__bf16; do
+        run "ncu_source_$k" ncu --kernel-name "zc_$k" --launch-count 1 --section SourceCounters --section WarpStateStats \
+          --import-source no -f -o "/tmp/ncu_$k" .gpu/bin/zipcoll-bench codec --files $T/ncu --codec expans --unit block \
+          --frame-elems 32768 --repeats 1 --warmup 0
+        ncu --import "/tmp/ncu_$k.ncu-rep" --page source --csv --print-source sass >"$LOGS/sass_$k.csv" 2>&1 || status=1
+      done ;;
     comm)
       R=${COMM_RANKS:+--ranks $COMM_RANKS}
       run comm_example .gpu/bin/all_reduce --count 3000000 $R

@@ -213,15 +213,27 @@ fn lengths_around_segment_edges_every_dtype() {
     }
 }
 
-/// Decodes `input`'s frame into outputs at every misalignment that matters (the whole
-/// chunks of aligned output are joined in registers and stored 16 bytes at a time, the others
-/// word by word): the same elements each time.
+/// Encodes `input` from every offset within 16 bytes (aligned input is read with 16-byte
+/// loads, the rest element by element): the same frame each time. Then decodes it into
+/// outputs at every misalignment that matters (the whole chunks of aligned output are joined in
+/// registers and stored 16 bytes at a time, the others word by word): the same elements each
+/// time.
 fn any_alignment<T: Split>(input: &[T::Bits])
 where
     T::Bits: Sync,
 {
     let frame = encode::<32, T>(input, 128);
     assert_eq!(codec_of(&frame), CodecId::ExpAns, "{:?}", T::DTYPE);
+    for shift in 1..16 / T::DTYPE.size_bytes() {
+        let mut moved = vec![input[0]; shift];
+        moved.extend_from_slice(input);
+        assert_eq!(
+            encode::<32, T>(&moved[shift..], 128),
+            frame,
+            "{:?}, input moved by {shift}",
+            T::DTYPE
+        );
+    }
     for misalign in [0, 1, 2, 4, 8, 12] {
         let got = decode_at::<32, T>(&frame, input.len(), 128, misalign).unwrap();
         assert_eq!(
@@ -234,7 +246,7 @@ where
 }
 
 #[test]
-fn decoding_into_any_alignment_gives_the_same_elements() {
+fn any_input_and_output_alignment_gives_the_same_frame_and_elements() {
     let mut rng = Rng(5);
     // a partial last chunk and a partial last run
     let n = 2 * 8192 + 2048 + 77;

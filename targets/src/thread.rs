@@ -5,8 +5,8 @@
 //! |-----------------------|----------------------------------------------------|------------------|-------------------|
 //! | `mul_hi(a, b)`        | the high 32 bits of `a * b` (u64 product)          | `mul.hi.u32`     | u64 multiply      |
 //! | `byte_perm(a, b, s)`  | byte `k` = byte `s >> 4k & 7` of `b:a` (CUDA `__byte_perm`, no sign mode) | `prmt.b32` | shifts |
-//! | `load_v4(p)`          | the 16 bytes at `p` as four little-endian u32      | `ld.v4.u32`      | one aligned read  |
-//! | `store_v4(p, v)`      | writes them                                        | `st.v4.u32`      | one aligned write |
+//! | `load_v4(p)`          | the 16 bytes at `p` as four little-endian u32      | one aligned read (`ld.v4.u32` when the value is used whole) | one aligned read |
+//! | `store_v4(p, v)`      | writes them                                        | one aligned write (`st.v4.u32`) | one aligned write |
 //!
 //! Every method has a portable default; a backend overrides those its hardware does better.
 

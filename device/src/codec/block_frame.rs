@@ -14,9 +14,10 @@
 //! is one warp, and rejects these frames as `UnsupportedVersion` (as this codec rejects its).
 //!
 //! **Encoding** makes one pass over the input: thread `t` takes chunks `t, t + B, ..` of 32
-//! split words (16-byte loads when aligned), adds their checksum terms, writes their part of
-//! the raw plane (32 words x `R` bits are `R` whole u32) and lets the coder count their
-//! symbols; then the coder codes the symbols (reading them again) and the header goes last.
+//! split words (16-byte loads when aligned, every value in registers), adds their checksum
+//! terms, writes their part of the raw plane (32 words x `R` bits are `R` whole u32) and lets
+//! the coder count their symbols; then the coder codes the symbols, reading them again eight
+//! at a time ([`BlockCoder::encode`]'s `symbols`, 16-byte loads), and the header goes last.
 //! A frame that would not be smaller than the data is RAW, as in version 1.
 //!
 //! **Decoding** checks what `frame_codec` checks, in the same order, and is canonical as
@@ -61,14 +62,16 @@ pub trait BlockCoder {
     fn begin<W: Warp>(w: W, scratch: &mut Scratch) -> Result<Self::Encoder, FrameError>;
     /// Counts one symbol (any thread, any number of times, between `begin` and `encode`).
     fn count<W: Warp>(w: W, enc: Self::Encoder, symbol: u8);
-    /// Codes symbols `sym(0..words)` (each `< 2^symbol_bits`) into `out`, from its start.
+    /// Codes the `words` symbols (each `< 2^symbol_bits`) into `out`, from its start.
+    /// `symbols(i)`, for `i` a multiple of 8, gives symbols `i .. i + 8` (byte `k` is symbol
+    /// `i + k`; zero past `words`), read from the input with 16-byte loads where they can be.
     /// `Err(OutOfSpace)` (on every thread) when they do not fit: the frame is then RAW.
     fn encode<W: Warp>(
         w: W,
         enc: Self::Encoder,
         words: usize,
         symbol_bits: u32,
-        sym: impl Fn(usize) -> u8,
+        symbols: impl Fn(usize) -> u64,
         out: LaneOut<'_>,
     ) -> Result<Coded, OutOfSpace>;
     /// Decodes `words` symbols from exactly `coded` in runs: the warp that has decoded symbols
@@ -119,42 +122,64 @@ fn symbol_of<T: Split>(input: &[T::Bits], i: usize) -> u8 {
     T::split(T::Word::from_bits64(split_word::<T>(input, i) as u64)).0
 }
 
-/// The little-endian u32 words `c * U .. (c + 1) * U` of `bytes` (zero past the end), with
-/// `U = 8 x word_bytes` (one chunk of 32 split words): four at a time when the chunk is whole
-/// and 16-byte aligned.
+/// The exponent symbols of split words `i .. i + 8` (`i` a multiple of 8), byte `k` the symbol
+/// of word `i + k` (zero past the end): one or two 16-byte loads when the words are whole and
+/// aligned.
 #[inline(always)]
-fn load_chunk<W: Warp, T: Split>(w: W, bytes: &[u8], c: usize) -> [u32; CHUNK] {
-    let units = 8 * word_bytes::<T>();
-    let at = c * units * 4;
-    let mut v = [0u32; CHUNK];
-    let p = bytes.as_ptr();
-    if at + units * 4 <= bytes.len() && (p as usize + at).is_multiple_of(16) {
-        for q in 0..units / 4 {
-            // SAFETY: 16 bytes inside `bytes` (checked above), 16-byte aligned (checked).
-            let x = unsafe { w.load_v4(p.add(at + 16 * q).cast::<V4>()) };
-            v[4 * q..4 * q + 4].copy_from_slice(&x.0);
-        }
-    } else {
-        for (k, slot) in v.iter_mut().enumerate().take(units) {
-            *slot = le_word(bytes, at / 4 + k);
-        }
+fn symbols8<W: Warp, T: Split>(w: W, input: &[T::Bits], i: usize) -> u64 {
+    let bytes = elem_bytes::<T>(input);
+    let wb = word_bytes::<T>();
+    let halves = 4 / wb;
+    let at = i * wb;
+    if at + 8 * wb > bytes.len() || !(bytes.as_ptr() as usize + at).is_multiple_of(16) {
+        return (0..8).fold(0, |v, k| v | (symbol_of::<T>(input, i + k) as u64) << (8 * k));
+    }
+    let mut v = 0u64;
+    for q in 0..wb / 2 {
+        // this thread: split words i + 4q * halves .. as four u32
+        each_word(load_quad(w, bytes, at / 16 + q), |e, value| {
+            for h in 0..halves {
+                let split = if halves == 2 {
+                    (value >> (16 * h)) & 0xFFFF
+                } else {
+                    value
+                };
+                let s = T::split(T::Word::from_bits64(split as u64)).0;
+                v |= (s as u64) << (8 * ((4 * q + e) * halves + h));
+            }
+        });
     }
     v
 }
 
-/// Split word `m` of a chunk loaded by [`load_chunk`].
+/// Calls `f(e, quad[e])` for `e` in `0..4` with constant indices, so that the quad stays in
+/// registers (a loop over it may index a local-memory copy).
 #[inline(always)]
-fn chunk_word<T: Split>(v: &[u32; CHUNK], m: usize) -> u32 {
-    if word_bytes::<T>() == 2 {
-        (v[m / 2] >> (16 * (m % 2))) & 0xFFFF
+fn each_word(quad: [u32; 4], mut f: impl FnMut(usize, u32)) {
+    f(0, quad[0]);
+    f(1, quad[1]);
+    f(2, quad[2]);
+    f(3, quad[3]);
+}
+
+/// The four little-endian u32 words `4q .. 4q + 4` of `bytes` (zero past the end): one
+/// 16-byte load when they are whole and 16-byte aligned.
+#[inline(always)]
+fn load_quad<W: Warp>(w: W, bytes: &[u8], q: usize) -> [u32; 4] {
+    let at = 16 * q;
+    let p = bytes.as_ptr();
+    if at + 16 <= bytes.len() && (p as usize + at).is_multiple_of(16) {
+        // SAFETY: 16 bytes inside `bytes` (checked above), 16-byte aligned (checked).
+        unsafe { w.load_v4(p.add(at).cast::<V4>()) }.0
     } else {
-        v[m]
+        [0, 1, 2, 3].map(|k| le_word(bytes, 4 * q + k))
     }
 }
 
-/// The encoder's pass over the input: chunks `tid, tid + B, ..` of 32 split words. Returns this
-/// thread's share of the checksum; writes the raw plane (when `coder` is given) and counts the
-/// symbols.
+/// The encoder's pass over the input: chunks `tid, tid + B, ..` of 32 split words, each read
+/// as `U / 4` quads of u32 words ([`load_quad`], `U = 8 x word_bytes`), every value in
+/// registers. Returns this thread's share of the checksum; writes the raw plane (when `coder`
+/// is given) and counts the symbols.
 fn first_pass<W: Warp, T: Split, C: BlockCoder>(
     w: W,
     bytes: &[u8],
@@ -164,46 +189,54 @@ fn first_pass<W: Warp, T: Split, C: BlockCoder>(
 ) -> u32 {
     let r = T::RAW_BITS as usize;
     let units = 8 * word_bytes::<T>();
+    // split words per u32 word: 2 (2-byte words) or 1
+    let halves = 4 / word_bytes::<T>();
     let plane_words = packed_bytes(words, T::RAW_BITS) / 4;
     let mut acc = 0u32;
     let mut c = w.thread_idx() as usize;
     while c * CHUNK < words {
-        let v = load_chunk::<W, T>(w, bytes, c);
-        // this thread: split words c*32 .. c*32 + 32 as u32 words (zero past the input)
-        for (k, word) in v.iter().enumerate().take(units) {
-            let j = c * units + k;
-            if j * 4 < bytes.len() {
-                acc = acc.wrapping_add(checksum_term(*word, j as u32));
-            }
-        }
-        if let Some(enc) = coder {
-            let mut bitbuf = 0u64;
-            let mut nbits = 0usize;
-            let mut k = 0usize;
-            for m in 0..CHUNK {
-                let i = c * CHUNK + m;
-                let (s, raw) = T::split(T::Word::from_bits64(chunk_word::<T>(&v, m) as u64));
-                let raw = if i < words {
-                    C::count(w, enc, s);
-                    raw.to_bits64()
-                } else {
-                    0
-                };
-                bitbuf |= raw << nbits;
-                nbits += r;
-                while nbits >= 32 {
-                    let at = c * r + k;
-                    if at < plane_words {
-                        // In bounds: the plane is shorter than the data, which `out` holds.
-                        // SAFETY: plane words `c * R .. (c + 1) * R` belong to chunk `c`, which
-                        // only this thread handles.
-                        let _ = unsafe { out.put_le(HEADER_BYTES + 4 * at, bitbuf as u32, 4) };
-                    }
-                    bitbuf >>= 32;
-                    nbits -= 32;
-                    k += 1;
+        // this thread: the raw bits of the chunk's split words so far, `nbits` of them in
+        // `bitbuf`, and `k` plane words written
+        let (mut bitbuf, mut nbits, mut k) = (0u64, 0usize, 0usize);
+        for q in 0..units / 4 {
+            let quad = load_quad(w, bytes, c * units / 4 + q);
+            each_word(quad, |e, value| {
+                let j = c * units + 4 * q + e;
+                if j * 4 < bytes.len() {
+                    acc = acc.wrapping_add(checksum_term(value, j as u32));
                 }
-            }
+                let Some(enc) = coder else { return };
+                for h in 0..halves {
+                    let i = j * halves + h;
+                    let split = if halves == 2 {
+                        (value >> (16 * h)) & 0xFFFF
+                    } else {
+                        value
+                    };
+                    let (s, raw) = T::split(T::Word::from_bits64(split as u64));
+                    let raw = if i < words {
+                        C::count(w, enc, s);
+                        raw.to_bits64()
+                    } else {
+                        0
+                    };
+                    bitbuf |= raw << nbits;
+                    nbits += r;
+                    // (R <= 32, so at most one plane word is complete)
+                    if nbits >= 32 {
+                        let at = c * r + k;
+                        if at < plane_words {
+                            // In bounds: the plane is shorter than the data, which `out` holds.
+                            // SAFETY: plane words `c * R .. (c + 1) * R` belong to chunk `c`,
+                            // which only this thread handles.
+                            let _ = unsafe { out.put_le(HEADER_BYTES + 4 * at, bitbuf as u32, 4) };
+                        }
+                        bitbuf >>= 32;
+                        nbits -= 32;
+                        k += 1;
+                    }
+                }
+            });
         }
         c += w.block_dim() as usize;
     }
@@ -316,8 +349,8 @@ pub fn encode_block_frame<W: Warp, T: Split, C: BlockCoder>(
     if let Some(enc) = coder {
         let budget = raw_bytes as usize - plane_bytes - 1;
         let coded_out = window(out, HEADER_BYTES + plane_bytes, budget);
-        let sym = |i: usize| symbol_of::<T>(input, i);
-        if let Ok(Coded { len, params, params2 }) = C::encode(w, enc, words, T::SYMBOL_BITS, sym, coded_out) {
+        let symbols = |i: usize| symbols8::<W, T>(w, input, i);
+        if let Ok(Coded { len, params, params2 }) = C::encode(w, enc, words, T::SYMBOL_BITS, symbols, coded_out) {
             if len <= budget {
                 let payload = (plane_bytes + len) as u32;
                 let h = header::<T>(C::ID, params, params2, raw_bytes, payload, checksum);

@@ -28,7 +28,9 @@
 //! stream `i % 32`, coded by lane `i % 32` of the warp that takes the segment (warps take
 //! segments `warp, warp + warps, ..`; lanes 32.. of a 64-lane warp idle), with version 1's
 //! state machine: 32-bit states in `[2^16, 2^32)`, one 16-bit word out per renormalization,
-//! the rounds of 32 symbols coded last to first. A round's words are appended in lane order
+//! the rounds of 32 symbols coded last to first, in batches of 8 rounds whose symbols the
+//! frame layer reads with 16-byte loads one batch ahead and a warp-shared buffer hands to
+//! the lanes (see [`code_segment`]). A round's words are appended in lane order
 //! to the warp's staging buffer in shared memory (`SEGMENT_WORDS / 2` words: a segment whose
 //! stream needs more, over 8 bits a symbol, never pays, and makes the frame RAW); after each
 //! batch of segments a barrier, a prefix over the batch's lengths, and each warp copies its
@@ -43,7 +45,7 @@
 
 use super::{ExpAns, PROB_BITS, STATE_LOW, WORD_BITS};
 use crate::bits::lanes_below;
-use crate::block::{block_exclusive_scan, block_max, block_sum, Region, Scratch, REDUCE_WORDS};
+use crate::block::{block_exclusive_scan, block_max, block_sum, shared_u8, Region, Scratch, REDUCE_WORDS};
 use crate::codec::block_frame::{BlockCoder, MAX_FRAME_WORDS};
 use crate::codec::{CodecId, Coded, LaneOut, OutOfSpace};
 use crate::frame::FrameError;
@@ -61,6 +63,10 @@ const SYMBOLS: usize = 256;
 const STAGE_WORDS: usize = SEGMENT_WORDS / 2;
 /// Symbols the decoder stages per warp before the frame layer joins them (64 rounds).
 const RUN_WORDS: usize = 2048;
+/// Rounds whose symbols the encoder loads at once (8 symbols per lane).
+const BATCH_ROUNDS: usize = 8;
+/// u32 words of a warp's flip buffer: a batch's symbols, one byte each.
+const FLIP_WORDS: usize = BATCH_ROUNDS * STREAMS / 4;
 /// Segments in a frame at most.
 const MAX_SEGMENTS: usize = MAX_FRAME_WORDS / SEGMENT_WORDS;
 
@@ -89,6 +95,8 @@ pub struct Encoder {
     /// Per warp: the stream length of its segment in the current batch, and a flag word
     /// (nonzero: some stream overflowed its staging or met an unseen symbol).
     lens: Region<u32>,
+    /// Per warp: `FLIP_WORDS` words, the symbols of a batch of rounds (see [`code_segment`]).
+    flip: Region<u32>,
 }
 
 /// Bytes of a table of `k` used symbols, and the offset of the segment directory after it.
@@ -130,6 +138,7 @@ impl BlockCoder for ExpAns {
             + 4 * REDUCE_WORDS
             + 2 * STAGE_WORDS * warps
             + 4 * (REDUCE_WORDS + 1)
+            + 4 * FLIP_WORDS * warps
             + 32
     }
 
@@ -153,6 +162,7 @@ impl BlockCoder for ExpAns {
                 tmp: scratch.region::<u32>(REDUCE_WORDS)?,
                 staging: scratch.region::<u16>(STAGE_WORDS * warps)?,
                 lens: scratch.region::<u32>(REDUCE_WORDS + 1)?,
+                flip: scratch.region::<u32>(FLIP_WORDS * warps)?,
             })
         };
         let enc = take().ok_or(FrameError::ScratchTooSmall {
@@ -189,7 +199,7 @@ impl BlockCoder for ExpAns {
         enc: Encoder,
         words: usize,
         symbol_bits: u32,
-        sym: impl Fn(usize) -> u8,
+        symbols: impl Fn(usize) -> u64,
         out: LaneOut<'_>,
     ) -> Result<Coded, OutOfSpace> {
         if words == 0 {
@@ -215,7 +225,7 @@ impl BlockCoder for ExpAns {
         while batch < segments {
             let seg = batch + warp;
             if warp < warps && seg < segments {
-                code_segment(w, enc, seg, words, &sym, out, states_at);
+                code_segment(w, enc, seg, words, &symbols, out, states_at);
             }
             w.block_sync();
             // every thread: the batch's stream lengths are in `lens`, the flag in `lens[32]`
@@ -438,12 +448,18 @@ fn build_table<W: Warp>(w: W, enc: Encoder, words: usize, bits: u32, out: LaneOu
 
 /// Codes segment `seg` with this warp into its staging buffer; writes its final states to
 /// `out` and its length to `lens[warp]`, and raises the flag on overflow or an unseen symbol.
+///
+/// The rounds run in batches of [`BATCH_ROUNDS`], last to first. A batch's 256 symbols reach
+/// the lanes through the warp's `flip` buffer: lane `l` gets symbols `8l .. 8l + 8` of the batch
+/// from `symbols` (contiguous input, 16-byte loads) and writes them there; in round `k` of the
+/// batch it reads byte `32k + l`, the symbol of its stream. The next batch's loads are issued
+/// before this batch's rounds run, so they are in flight while it codes.
 fn code_segment<W: Warp>(
     w: W,
     enc: Encoder,
     seg: usize,
     words: usize,
-    sym: &impl Fn(usize) -> u8,
+    symbols: &impl Fn(usize) -> u64,
     out: LaneOut<'_>,
     states_at: usize,
 ) {
@@ -453,47 +469,88 @@ fn code_segment<W: Warp>(
     let start = seg * SEGMENT_WORDS;
     let end = (start + SEGMENT_WORDS).min(words);
     let staging = warp * STAGE_WORDS;
-    let mut x = STATE_LOW;
-    let mut cursor = 0usize;
-    let mut bad = false;
-    for round in (0..(end - start).div_ceil(STREAMS)).rev() {
-        // Every lane runs the same instructions up to the ballot (a symbol past the end reads
-        // as 0, every symbol has a table entry), so no lane gets its own copy of the ballot.
-        let i = start + round * STREAMS + lane;
-        let active = coder & (i < end);
-        // SAFETY: a symbol's entry (symbols are bytes; the table has 256).
-        let [m, e] = unsafe { enc.table.get(sym(i) as usize) };
-        let (freq, cum, l) = (e & 0xFFF, (e >> 12) & 0xFFF, e >> 24);
-        bad |= active & (freq == 0);
-        let freq = freq.max(1);
-        let emit = active & (x as u64 >= (freq as u64) << (32 - PROB_BITS));
-        let mask = w.ballot(W::FULL, emit);
-        if emit {
-            let at = cursor + (mask & lanes_below(w)).count_ones() as usize;
-            if at < STAGE_WORDS {
-                // SAFETY: inside this warp's staging; slot `at` is this lane's.
-                unsafe { enc.staging.set(staging + at, x as u16) };
-            }
-            x >>= WORD_BITS;
+    let flip = warp * FLIP_WORDS;
+    let batch_words = BATCH_ROUNDS * STREAMS;
+    let load = |b: usize| {
+        if coder {
+            symbols(start + b * batch_words + 8 * lane)
+        } else {
+            0
         }
-        cursor += mask.count_ones() as usize;
-        let q = divide(w, x, m, l);
-        let coded = (q << PROB_BITS).wrapping_add(x - q * freq).wrapping_add(cum);
-        x = if active { coded } else { x };
-        // lane l < 32: the state of stream l with the symbols of rounds `round..` coded
+    };
+    let mut x = STATE_LOW;
+    let mut cursor = 0u32;
+    let mut bad = false;
+    let rounds = (end - start).div_ceil(STREAMS);
+    let batches = rounds.div_ceil(BATCH_ROUNDS);
+    // (u32: segment-relative values, below SEGMENT_WORDS)
+    let (len, below) = ((end - start) as u32, lanes_below(w));
+    // SAFETY: byte `lane % 32` of this warp's flip buffer; `32k` further is inside it (k < 8).
+    let mine = unsafe { enc.flip.at(flip).cast::<u8>().add(lane % STREAMS) };
+    let mut next = load(batches - 1);
+    for b in (0..batches).rev() {
+        // every lane: the last batch's reads of `flip` are done
+        w.sync(W::FULL);
+        if coder {
+            // SAFETY: words `2 lane`, `2 lane + 1` of this warp's flip buffer are this lane's
+            // until the warp barrier below.
+            unsafe {
+                enc.flip.set(flip + 2 * lane, next as u32);
+                enc.flip.set(flip + 2 * lane + 1, (next >> 32) as u32);
+            }
+        }
+        // every lane: byte `32k + l` of the warp's flip buffer is stream l's symbol of round
+        // `b * BATCH_ROUNDS + k`
+        w.sync(W::FULL);
+        if b > 0 {
+            next = load(b - 1);
+        }
+        for k in (0..BATCH_ROUNDS).rev() {
+            let round = b * BATCH_ROUNDS + k;
+            if round >= rounds {
+                continue;
+            }
+            // Every lane runs the same instructions up to the ballot (a symbol past the end
+            // reads as 0, every symbol has a table entry), so no lane gets its own copy of the
+            // ballot.
+            let active = coder & (((round * STREAMS + lane) as u32) < len);
+            // SAFETY: byte `32k + lane % 32` of this warp's flip buffer, written before the
+            // barrier above (lanes past 32 read a coder lane's byte and ignore it).
+            let s = unsafe { shared_u8(mine.add(STREAMS * k)) };
+            // SAFETY: a symbol's entry (symbols are bytes; the table has 256).
+            let [m, e] = unsafe { enc.table.get(s as usize) };
+            let (freq, cum, l) = (e & 0xFFF, (e >> 12) & 0xFFF, e >> 24);
+            bad |= active & (freq == 0);
+            let freq = freq.max(1);
+            let emit = active & (x as u64 >= (freq as u64) << (32 - PROB_BITS));
+            let mask = w.ballot(W::FULL, emit);
+            if emit {
+                let at = cursor + (mask & below).count_ones();
+                if (at as usize) < STAGE_WORDS {
+                    // SAFETY: inside this warp's staging; slot `at` is this lane's.
+                    unsafe { enc.staging.set(staging + at as usize, x as u16) };
+                }
+                x >>= WORD_BITS;
+            }
+            cursor += mask.count_ones();
+            let q = divide(w, x, m, l);
+            let coded = (q << PROB_BITS).wrapping_add(x - q * freq).wrapping_add(cum);
+            x = if active { coded } else { x };
+            // lane l < 32: the state of stream l with the symbols of rounds `round..` coded
+        }
     }
     if coder {
         // SAFETY: the states of segment `seg` are this warp's, word `lane` this lane's.
         let _ = unsafe { out.put_le(states_at + 4 * (STREAMS * seg + lane), x, 4) };
     }
-    let overflow = cursor > STAGE_WORDS;
+    let overflow = cursor as usize > STAGE_WORDS;
     if w.any(W::FULL, bad || overflow) && lane == 0 {
         // SAFETY: the flag word; every writer writes 1.
         unsafe { w.store_relaxed(enc.lens.at(REDUCE_WORDS), 1, Scope::Block) };
     }
     if lane == 0 {
         // SAFETY: `lens[warp]` is this warp's.
-        unsafe { enc.lens.set(warp, cursor.min(STAGE_WORDS) as u32) };
+        unsafe { enc.lens.set(warp, cursor.min(STAGE_WORDS as u32)) };
     }
 }
 
