@@ -774,12 +774,13 @@ fn decode_segments<W: Warp>(
         }
         // SAFETY: `seg < segments`: written by `fill_tables`.
         let stream_at = layout.streams_at + 2 * unsafe { offsets.get(seg) } as usize;
-        let mut left = u32_at(coded, layout.dir_at + 4 * seg) as usize;
+        // (u32: segment-relative values, below SEGMENT_WORDS; `left` is checked below it)
+        let mut left = u32_at(coded, layout.dir_at + 4 * seg);
+        let (len, below) = ((end - start) as u32, lanes_below(w));
         for round in 0..(end - start).div_ceil(STREAMS) {
             // Every lane runs the same instructions up to the ballot (selects, no branches on its
             // own state), so the compiler cannot give the lanes different copies of the ballot.
-            let i = start + round * STREAMS + lane;
-            let active = coder & (i < end);
+            let active = coder & (((round * STREAMS + lane) as u32) < len);
             let slot = x & slot_mask;
             // SAFETY: `slot < 2^p`: inside the table `fill_tables` wrote.
             let e = unsafe { slots.get(slot as usize) };
@@ -789,7 +790,7 @@ fn decode_segments<W: Warp>(
             // lane l < 32: the state after symbol i; below 2^16 if it needs a word
             let need = active & (x < STATE_LOW);
             let needy = w.ballot(W::FULL, need);
-            let count = needy.count_ones() as usize;
+            let count = needy.count_ones();
             if count > left {
                 return Some((
                     seg as u32,
@@ -797,7 +798,7 @@ fn decode_segments<W: Warp>(
                 ));
             }
             left -= count;
-            let at = stream_at + 2 * (left + (needy & lanes_below(w)).count_ones() as usize);
+            let at = stream_at + 2 * (left + (needy & below).count_ones()) as usize;
             let word = u16_at(coded, at);
             x = if need { (x << WORD_BITS) | word } else { x };
             // lane l < 32: the state of stream l before its next symbol
