@@ -32,6 +32,7 @@
 # time-slice (their kernels never run at once), so a collective's time there is the
 # scheduler's, not the kernels'. KEEP_CUBIN=1 copies the compiled module to $OUT (a later
 # call may carry it back in ZIPCOLL_CUDA_MODULE).
+# | handoff     | benches/gpu/handoff_latency.py: launch, in-kernel hand-off and one-kernel-per-call costs of two processes on one GPU (CuPy kernels, no zipcoll code; run with MPS=1) |
 # | comm_bench  | `zipcoll-comm bench` over P2P and NET, NCCL's bench on NVLink and on its socket transport (loopback) |
 # | comm_sweep  | `zipcoll-comm bench` over P2P (COMM_SIZES) once per setting of SWEEP: space-separated settings, each comma-separated environment assignments (e.g. `ZIPCOLL_CHANNELS=32,ZIPCOLL_CHANNEL_THREADS=512`) |
 # | module_ab   | kernel modules side by side: each .gpu-ab/*.cubin, and each .gpu-ab/*.ptx.gz compiled by ptxas (--verbose, log kept) (e.g. main's and a change's, built with the same ZIPCOLL_KERNEL_FILTER), then `zipcoll-comm bench` over P2P with each module in turn, AB_ROUNDS rounds (default 2) interleaved, for each ZIPCOLL_CHANNEL_THREADS of AB_THREADS (default 256) |
@@ -159,6 +160,7 @@ for step in $STEPS; do
             run nccl_bench_socket python3 benches/gpu/nccl_collectives.py bench socket $S
         fi
       done ;;
+    handoff) run handoff python3 benches/gpu/handoff_latency.py ${HANDOFF_ITERS:-200} ;;
     comm_sweep)
       for setting in ${SWEEP:?comm_sweep needs SWEEP}; do
         run "sweep_${setting//[^A-Za-z0-9_]/_}" env ${setting//,/ } .gpu/bin/zipcoll-comm bench --transport p2p \

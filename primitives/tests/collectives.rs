@@ -3,7 +3,7 @@
 //! 1 and 3 parts, in place and out of place, sizes 0, 1, under a loop and several loops with a
 //! partial last one, compression off and every forced codec; every dtype x operator on one
 //! size; one rank; channels driven by whole blocks (RAW only, and a forced codec, whose frames a
-//! block codes on its first warp).
+//! block codes on its first warp); trusted channels (P2P's: RAW payloads used unverified).
 
 mod common;
 mod sim_net;
@@ -165,10 +165,35 @@ fn block_channels_match_the_references() {
             let root = g.range(0, k);
             let seed = g.next() % 1000;
             for count in [s[1 + k % 2], s[3]] {
-                check_on::<Bf16, Sum, RawOnly>(block, coll, k, nparts, root, count, in_place, seed);
-                check_on::<F32, Max, RawOnly>(block, coll, k, nparts, root, count, flipped, seed);
+                check_on::<Bf16, Sum, RawOnly>(block, false, coll, k, nparts, root, count, in_place, seed);
+                check_on::<F32, Max, RawOnly>(block, false, coll, k, nparts, root, count, flipped, seed);
             }
-            check_on::<Bf16, Avg, Force<ExpAns>>(block, coll, k, nparts, root, s[3], in_place, seed);
+            check_on::<Bf16, Avg, Force<ExpAns>>(block, false, coll, k, nparts, root, s[3], in_place, seed);
+        }
+    }
+}
+
+/// Trusted channels (`ChannelDesc::trusted`, as over P2P: the RAW fast path verifies nothing
+/// it receives, so steps that combine into `dst` make one pass, not two): every collective,
+/// 2..=5 ranks, warps and blocks, in place and not, bf16 sum (a partial last frame too, which
+/// the tail words move) and f32 max, RAW only, and ExpAns (coded frames, which are always
+/// verified).
+#[test]
+fn trusted_channels_match_the_references() {
+    let mut g = Rng(16);
+    for coll in COLLECTIVES {
+        for k in 2..=5 {
+            let s = sizes(coll, k, &mut g);
+            let team = [Channel::Block(96), Channel::Warp][k % 2];
+            let (nparts, in_place) = ([3, 1][k % 2], coll != Coll::AllToAll && k % 3 != 0);
+            let root = g.range(0, k);
+            let seed = g.next() % 1000;
+            for count in [s[2], s[3]] {
+                check_on::<Bf16, Sum, RawOnly>(team, true, coll, k, nparts, root, count, in_place, seed);
+            }
+            let flipped = !in_place && coll != Coll::AllToAll;
+            check_on::<F32, Max, Off>(team, true, coll, k, nparts, root, s[3], flipped, seed);
+            check_on::<Bf16, Sum, Force<ExpAns>>(team, true, coll, k, nparts, root, s[3], in_place, seed);
         }
     }
 }

@@ -134,6 +134,7 @@ fn check<
             std::ptr::null_mut()
         },
         n,
+        verify: true,
     });
     let payload = Shared(payload);
     on_warp::<W>(|w| {
@@ -145,7 +146,7 @@ fn check<
             let sums = combine_send::<_, T, O, RECV, REDUCE, SEND, COPY>(w, op, step);
             assert_eq!(sums.frame_bytes, HEADER_BYTES + n * size);
             if RECV {
-                assert_eq!(sums.received, sum, "the main pass's received checksum, n {n}");
+                assert_eq!(sums.received, Some(sum), "the main pass's received checksum, n {n}");
             }
         }
     });
@@ -250,6 +251,7 @@ fn a_payload_that_does_not_match_its_checksum_is_seen() {
             dst: std::ptr::null_mut(),
             send: out.as_mut_ptr().cast(),
             n,
+            verify: true,
         });
         on_warp::<32>(|w| {
             // SAFETY: the payload holds `n` aligned elements; `src` and the send slot hold `n`
@@ -259,8 +261,50 @@ fn a_payload_that_does_not_match_its_checksum_is_seen() {
                 assert_ne!(got, stored, "flip at {flip}");
                 // the one-pass step sees it too (and its caller then publishes nothing)
                 let sums = combine_send::<_, F32, Sum, true, true, true, false>(w, Sum::new(2), step.as_ref());
-                assert_eq!(sums.received, got, "flip at {flip}");
+                assert_eq!(sums.received, Some(got), "flip at {flip}");
             }
         });
     }
+}
+
+/// A step that does not verify (a trusted channel's) takes no received checksum and computes
+/// the same value and frame from the same payload.
+#[test]
+fn a_step_that_does_not_verify_takes_no_received_checksum() {
+    let n = 1001;
+    let (got, mine) = (input::<F32>(1, n, 4), input::<F32>(2, n, 5));
+    let frame = raw_frame::<F32>(&got);
+    let mut slot_in = aligned(frame.len());
+    // SAFETY: `slot_in` holds at least `frame.len()` bytes.
+    unsafe { std::ptr::copy_nonoverlapping(frame.as_ptr(), slot_in.as_mut_ptr().cast::<u8>(), frame.len()) };
+    let mut src = aligned(4 * n);
+    // SAFETY: `src` holds `n` elements.
+    unsafe { std::ptr::copy_nonoverlapping(mine.as_ptr(), src.as_mut_ptr().cast::<u32>(), n) };
+    let frames: Vec<(Option<u32>, Vec<u8>)> = [true, false]
+        .into_iter()
+        .map(|verify| {
+            let mut out = aligned(HEADER_BYTES + 4 * n);
+            let step = Shared(RawStep::<F32> {
+                recv: slot_in.as_ptr().cast::<u8>().wrapping_add(HEADER_BYTES).cast(),
+                src: src.as_ptr().cast(),
+                dst: std::ptr::null_mut(),
+                send: out.as_mut_ptr().cast(),
+                n,
+                verify,
+            });
+            let received = std::sync::Mutex::new(None);
+            on_warp::<32>(|w| {
+                // SAFETY: the payload holds `n` aligned elements; `src` and the send slot hold
+                // `n` elements (the slot a whole frame).
+                let sums =
+                    unsafe { combine_send::<_, F32, Sum, true, true, true, false>(w, Sum::new(2), step.as_ref()) };
+                *received.lock().unwrap() = Some(sums.received);
+            });
+            let received = received.into_inner().unwrap().expect("the warp ran");
+            (received, bytes_of(&out).to_vec())
+        })
+        .collect();
+    assert!(frames[0].0.is_some(), "a verifying step takes the checksum");
+    assert_eq!(frames[1].0, None, "a trusting step takes none");
+    assert_eq!(frames[0].1, frames[1].1, "the same frame either way");
 }

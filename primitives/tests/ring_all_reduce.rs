@@ -56,10 +56,11 @@ fn codec_frames_really_travel() {
 /// Rank 0 of a 3-rank ring sends one frame (of `E`) with byte `flip` inverted, then stops; the
 /// others run ring all_reduce. Returns each rank's failure, the frames rank 1 forwarded, and
 /// whether rank 1's output was left untouched.
-fn corrupt_first_frame<E: Compression>(flip: usize) -> (Vec<Option<Failure>>, u64, bool) {
+fn corrupt_first_frame<E: Compression>(flip: usize, trusted: bool) -> (Vec<Option<Failure>>, u64, bool) {
     let (nranks, n) = (3, 3 * FRAME_ELEMS);
     let mut net = Net::new(nranks, 1, SLOT_BYTES);
     net.timeout_ns = 300_000_000;
+    net.trusted = trusted;
     let inputs: Vec<Vec<u16>> = (0..nranks).map(|r| input::<Bf16>(r, n, 0)).collect();
     let mut outputs = vec![vec![0u16; n]; nranks];
     let works = ring_works(&net, &inputs, &mut outputs, FRAME_ELEMS);
@@ -115,12 +116,32 @@ fn rejected(flip: usize, failures: (Vec<Option<Failure>>, u64, bool), want: impl
 #[test]
 fn a_corrupted_frame_is_reported_never_reduced() {
     let header = |e| matches!(e, FrameError::HeaderChecksum { .. });
-    rejected(9, corrupt_first_frame::<Off>(9), header);
+    rejected(9, corrupt_first_frame::<Off>(9, false), header);
     let payload = |e| matches!(e, FrameError::RawChecksum { .. });
-    rejected(HEADER_BYTES + 5, corrupt_first_frame::<Off>(HEADER_BYTES + 5), payload);
+    rejected(
+        HEADER_BYTES + 5,
+        corrupt_first_frame::<Off>(HEADER_BYTES + 5, false),
+        payload,
+    );
     let any = |_| true;
     let last = HEADER_BYTES + 10;
-    rejected(last, corrupt_first_frame::<Force<Huffman>>(last), any);
+    rejected(last, corrupt_first_frame::<Force<Huffman>>(last, false), any);
+}
+
+/// On a trusted channel (P2P's) a frame's header is still validated, but a RAW payload is used
+/// as delivered: rank 1 reduces the flipped payload and forwards the result (then waits for
+/// rank 0, which has stopped).
+#[test]
+fn a_trusted_channel_validates_headers_and_uses_raw_payloads_as_delivered() {
+    let header = |e| matches!(e, FrameError::HeaderChecksum { .. });
+    rejected(9, corrupt_first_frame::<Off>(9, true), header);
+    let (f, forwarded, _) = corrupt_first_frame::<Off>(HEADER_BYTES + 5, true);
+    assert_eq!(
+        f[1].map(|f| f.error),
+        Some(ConnError::Timeout(Wait::Data)),
+        "rank 1 used the payload and waited for rank 0's next frame"
+    );
+    assert_eq!(forwarded, 2, "rank 1 forwarded its reduction of the flipped payload");
 }
 
 #[test]

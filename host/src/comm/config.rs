@@ -12,6 +12,7 @@
 //! | `max_inflight` | 16                         | `ZIPCOLL_MAX_INFLIGHT`      | calls enqueued and not finished (1..=1024; a GPU's call slots) |
 //! | `timeout`      | 60 s / 20 s                | `ZIPCOLL_TIMEOUT_MS`        | how long any wait for a peer may last, in ms (at least 1) |
 //! | `profile`      | off                        | `ZIPCOLL_PROFILE`           | `1`: time each call's plan upload and kernel on the device (CUDA events), read by `Communicator::call_times` |
+//! | `verify_p2p`   | off                        | `ZIPCOLL_VERIFY_P2P`        | `1`: verify RAW frames received over P2P against their checksum, as over NET and SIM (by default P2P's are used as delivered: ARCHITECTURE.md, "RAW over P2P") |
 //! | `net`          | [`NetConfig::default`]     | `ZIPCOLL_NET_NTHREADS`, `ZIPCOLL_NET_NSOCKS_PERTHREAD`, `ZIPCOLL_NET_MIN_PIECE`, `ZIPCOLL_NET_SOCKET_BUFFER`, `ZIPCOLL_NET_RATE_LIMIT` | writer threads and sockets per peer, the smallest piece of a striped frame, socket buffers, an optional rate limit |
 //!
 //! Memory: each rank holds, per peer and channel, one FIFO (`buffer_bytes`) and two staging
@@ -116,6 +117,10 @@ pub struct Config {
     /// Whether each call's device time is measured (CUDA events around the plan's upload and
     /// the kernel; the simulator's run time), for [`super::Communicator::call_times`].
     pub profile: bool,
+    /// Whether RAW frames received over P2P are verified against their checksum (the fast
+    /// path's check pass), as NET's and SIM's always are; by default they are used as delivered
+    /// (ARCHITECTURE.md, "RAW over P2P"). Coded frames and frame headers are always verified.
+    pub verify_p2p: bool,
     /// The NET transport's settings.
     pub net: NetConfig,
 }
@@ -132,6 +137,7 @@ impl Config {
             max_inflight: 16,
             timeout: Duration::from_secs(60),
             profile: false,
+            verify_p2p: false,
             net: NetConfig::default(),
         }
     }
@@ -201,12 +207,16 @@ impl Config {
                 .and_then(|t| check_timeout(t).map(|()| t))
                 .map_err(|why| bad(nv, why))?;
         }
+        let flag = |nv: (&'static str, String)| match nv.1.trim() {
+            "1" => Ok(true),
+            "0" => Ok(false),
+            _ => Err(bad(nv, "expected 0 or 1".into())),
+        };
         if let Some(nv) = set("ZIPCOLL_PROFILE") {
-            self.profile = match nv.1.trim() {
-                "1" => true,
-                "0" => false,
-                _ => return Err(bad(nv, "expected 0 or 1".into())),
-            };
+            self.profile = flag(nv)?;
+        }
+        if let Some(nv) = set("ZIPCOLL_VERIFY_P2P") {
+            self.verify_p2p = flag(nv)?;
         }
         self.net = NetConfig::from_env_over(self.net)?;
         Ok(self)
@@ -406,12 +416,16 @@ mod tests {
             ("ZIPCOLL_TRANSPORT", "net"),
             ("ZIPCOLL_CHANNEL_THREADS", "512"),
             ("ZIPCOLL_PROFILE", "1"),
+            ("ZIPCOLL_VERIFY_P2P", "1"),
         ])
         .unwrap();
         assert_eq!(c.channel_threads, 512);
         assert!(c.profile && !Config::gpu().profile);
+        assert!(c.verify_p2p && !Config::gpu().verify_p2p);
         let e = with(&[("ZIPCOLL_PROFILE", "yes")]).unwrap_err().to_string();
         assert!(e.contains("ZIPCOLL_PROFILE=\"yes\": expected 0 or 1"), "{e}");
+        let e = with(&[("ZIPCOLL_VERIFY_P2P", "on")]).unwrap_err().to_string();
+        assert!(e.contains("ZIPCOLL_VERIFY_P2P=\"on\": expected 0 or 1"), "{e}");
         assert_eq!(
             (c.buffer_bytes, c.channels, c.max_inflight, c.timeout),
             (1 << 20, 8, 4, Duration::from_millis(1500))

@@ -342,6 +342,7 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
         stage_bytes: slot,
         abort: abort_ptr,
         timeout_ns,
+        trusted: false,
     };
     let magic = id.magic();
     let index = |q: usize, p: usize| q * parts + p;
@@ -450,6 +451,8 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
             ),
         });
     }
+    // P2P delivers what the peer's kernel stored (ARCHITECTURE.md, "RAW over P2P")
+    fabric.trusted = kind == TransportKind::P2p && !config.verify_p2p;
     Ok(Links {
         kind,
         backend,

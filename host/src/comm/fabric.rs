@@ -1,7 +1,8 @@
 //! One rank's connections, whatever the transport: for every peer `q` and part (channel) `p`,
 //! the FIFO this rank sends to `q` on and the one it receives from `q` on, two staging buffers,
-//! the rank's abort word and the wait limit; and the [`ChannelDesc`]s the collectives need,
-//! built from them.
+//! the rank's abort word, the wait limit and whether the FIFOs it receives on are trusted (P2P's:
+//! RAW payloads used unverified, ARCHITECTURE.md "RAW over P2P"); and the [`ChannelDesc`]s the
+//! collectives need, built from them.
 //!
 //! | channel                      | send FIFO            | recv FIFO             | staging            | used by                    |
 //! |------------------------------|----------------------|-----------------------|--------------------|----------------------------|
@@ -40,6 +41,9 @@ pub(crate) struct Fabric {
     pub stage_bytes: u64,
     pub abort: *mut u32,
     pub timeout_ns: u64,
+    /// Whether the recv FIFOs are trusted (`ChannelDesc::trusted`): P2P's, unless
+    /// `Config::verify_p2p`.
+    pub trusted: bool,
 }
 
 // SAFETY: the pointers are handed to kernels only; the fabric itself never dereferences them.
@@ -61,6 +65,7 @@ impl Fabric {
             abort: self.abort,
             codec: 0,
             timeout_ns: self.timeout_ns,
+            trusted: u64::from(self.trusted && recv.present()),
         }
     }
 
@@ -153,5 +158,42 @@ impl FifoLayout {
             tail: (counters + 64) as *mut u64,
             slot_bytes: self.slot,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fabric(trusted: bool) -> Fabric {
+        let layout = FifoLayout { n: 4, slot: 256 };
+        let descs: Vec<ConnDesc> = (0..4).map(|i| layout.desc(1 << 20, i)).collect();
+        Fabric {
+            rank: 0,
+            nranks: 2,
+            parts: 2,
+            send: descs.clone(),
+            recv: descs,
+            stage: (0..8).map(|i| (4096 + 256 * i) as *mut u8).collect(),
+            stage_bytes: 256,
+            abort: std::ptr::null_mut(),
+            timeout_ns: 1,
+            trusted,
+        }
+    }
+
+    #[test]
+    fn only_channels_that_receive_on_trusted_fifos_are_trusted() {
+        let trusted = fabric(true);
+        for p in 0..2 {
+            assert_eq!(trusted.ring(p).trusted, 1);
+            assert_eq!(trusted.receiver(1, p).trusted, 1);
+            assert_eq!(trusted.sender(1, p).trusted, 0, "no recv side");
+            assert_eq!(trusted.peers(p)[0].trusted, 0, "entry 0 has no FIFOs");
+            assert_eq!(trusted.peers(p)[1].trusted, 1);
+        }
+        let verified = fabric(false);
+        assert_eq!(verified.ring(0).trusted, 0);
+        assert_eq!(verified.receiver(1, 1).trusted, 0);
     }
 }

@@ -22,6 +22,7 @@
 //! | 80     | 8    | `abort`       | `*mut u32` shared by every rank of the launch: nonzero = stop |
 //! | 88     | 8    | `codec`       | the `CodecId` value a [`crate::prims::ByChannel`] sender codes with (other compressions ignore it) |
 //! | 96     | 8    | `timeout_ns`  | nanoseconds a wait lasts before it reports a timeout         |
+//! | 104    | 8    | `trusted`     | nonzero: `recv`'s transport delivers bytes as written (P2P), so the RAW fast path does not verify received payloads against their checksum (ARCHITECTURE.md, "RAW over P2P"); 0: it does |
 
 /// Slots per FIFO: the most frames a sender may run ahead of its receiver.
 pub const NSLOTS: u64 = 8;
@@ -81,8 +82,10 @@ pub struct ChannelDesc {
     pub codec: u64,
     /// Nanoseconds a wait lasts before it reports a timeout.
     pub timeout_ns: u64,
+    /// Nonzero: RAW frames received on the fast path are not verified against their checksum.
+    pub trusted: u64,
 }
-const _: () = assert!(core::mem::size_of::<ChannelDesc>() == 104);
+const _: () = assert!(core::mem::size_of::<ChannelDesc>() == 112);
 
 impl ChannelDesc {
     /// A channel with neither FIFO, no staging buffer, no abort word and no status record: what
@@ -95,5 +98,6 @@ impl ChannelDesc {
         abort: core::ptr::null_mut(),
         codec: 0,
         timeout_ns: 0,
+        trusted: 0,
     };
 }

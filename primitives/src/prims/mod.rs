@@ -34,7 +34,7 @@
 //! received (if any) is exactly a RAW frame of the chunk, and `src` / `dst` are 16-byte aligned,
 //! the step computes, copies and sends the value in one vectorized pass that also checks the
 //! received payload's checksum (a step that combines into `dst` checks in a pass of its own
-//! first), writing the frame itself (byte-identical to the codec's RAW frame) and publishing
+//! first; a trusted channel, `ChannelDesc::trusted`, checks neither way), writing the frame itself (byte-identical to the codec's RAW frame) and publishing
 //! nothing of a rejected one: no staging buffer, no scalar passes. Anything else (coded frames, odd
 //! alignment, a frame that is not what the step expects) takes the general path above.
 //!
@@ -103,6 +103,8 @@ struct Link<M, T: Split, E> {
     stage: *mut T::Bits,
     /// The channel's `codec` (for [`ByChannel`]).
     codec: u64,
+    /// The channel's `trusted`: the RAW fast path does not verify what it receives.
+    trusted: bool,
     _encoding: PhantomData<E>,
 }
 
@@ -145,6 +147,7 @@ impl<M: Team, T: Split, O: RedOp, E: Compression> Prims<M, T, O, E> {
             recv: has_recv.then(|| unsafe { RecvConn::new(team, ch) }),
             stage: ch.stage.cast(),
             codec: ch.codec,
+            trusted: ch.trusted != 0,
             _encoding: PhantomData,
         };
         Ok(Self { link, op })
@@ -237,7 +240,7 @@ impl<M: Team, T: Split, O: RedOp, E: Compression> Prims<M, T, O, E> {
             };
             // a step that combines into `dst` checks the payload first, so that nothing of a
             // rejected frame is ever combined into the caller's buffer
-            if REDUCE && COPY {
+            if REDUCE && COPY && !self.link.trusted {
                 // SAFETY: the frame holds `n` aligned elements of payload (`classify`).
                 let computed = unsafe { raw::recv_checksum::<M, T>(team, payload, n) };
                 if computed != stored {
@@ -259,14 +262,18 @@ impl<M: Team, T: Split, O: RedOp, E: Compression> Prims<M, T, O, E> {
             dst,
             send: slot,
             n,
+            verify: !self.link.trusted,
         };
         // SAFETY: the payload holds `n` aligned elements (`classify`); `src`, `dst` are valid
         // as `run`'s caller promised and aligned (checked); the slot holds a frame of
         // `frame_elems >= n` elements (checked in `new`).
         let sums = unsafe { raw::combine_send::<M, T, O, RECV, REDUCE, SEND, COPY>(team, self.op, &step) };
-        // every thread: the received payload's checksum; a mismatch publishes nothing
-        if RECV && sums.received != received.1 {
-            return Some(Err(raw::checksum_failure(received.2, received.1, sums.received)));
+        // every thread: the received payload's checksum (unless trusted); a mismatch publishes
+        // nothing
+        if let (true, Some(computed)) = (RECV, sums.received) {
+            if computed != received.1 {
+                return Some(Err(raw::checksum_failure(received.2, received.1, computed)));
+            }
         }
         // `release` and `post` sync the team before they publish
         if let (true, Some(recv)) = (RECV, self.link.recv.as_mut()) {

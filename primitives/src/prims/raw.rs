@@ -4,12 +4,14 @@
 //!
 //! | pass                       | reads                       | writes                                        |
 //! |----------------------------|-----------------------------|-----------------------------------------------|
-//! | check (`REDUCE` and `COPY`) | the received payload       | nothing: its checksum, compared with the header's before `dst` is touched |
+//! | check (`REDUCE` and `COPY`, not trusted) | the received payload | nothing: its checksum, compared with the header's before `dst` is touched |
 //! | main                       | the received payload, `src` | `dst` (`COPY`), the sent payload (`SEND`); both checksums |
 //! | header                     |                             | the leader: the sent frame's header           |
 //!
-//! A received payload that does not match its checksum is an error before anything is
-//! published: the frame written to the send slot is not posted, and `dst` holds at most a copy
+//! On a trusted channel ([`crate::conn::ChannelDesc::trusted`]: P2P) there is no check pass
+//! and the main pass takes no checksum of what it received: the payload is used as delivered
+//! (ARCHITECTURE.md, "RAW over P2P"). Elsewhere a received payload that does not match its
+//! checksum is an error before anything is published: the frame written to the send slot is not posted, and `dst` holds at most a copy
 //! of the rejected data (steps that combine into `dst` check first), as the general path's
 //! contract allows. The step is moved by the channel's team (a warp or a block, [`Team`]):
 //! thread `r` of a team of `size` moves 16-byte vectors `r, r + size, ..`, [`unroll`] of them
@@ -130,8 +132,10 @@ pub fn classify<T: Elem>(frame: &[u8], n: usize) -> Received<T::Bits> {
 pub struct RawSums {
     /// Bytes of the frame written to the send slot (header and payload).
     pub frame_bytes: usize,
-    /// The checksum of the received payload (`RECV`; the checksum of nothing otherwise).
-    pub received: u32,
+    /// The checksum of the received payload when the step verifies it (`RECV` and
+    /// [`RawStep::verify`]; the checksum of nothing when it does not receive), `None` when it
+    /// does not.
+    pub received: Option<u32>,
 }
 
 /// The addresses one RAW step reads and writes (null where a flag leaves a side out).
@@ -146,6 +150,9 @@ pub struct RawStep<T: Elem> {
     pub send: *mut u8,
     /// Elements in the chunk.
     pub n: usize,
+    /// Whether the main pass takes the received payload's checksum (false on a trusted
+    /// channel, [`crate::conn::ChannelDesc::trusted`]: no term is added, no team sum taken).
+    pub verify: bool,
 }
 
 /// The check pass: the checksum of the `n` received elements at `recv` (every thread of the
@@ -304,7 +311,7 @@ pub unsafe fn combine_send_value<
                     }
                 }
                 acc = acc.wrapping_add(vector_terms(&x, i));
-                if RECV {
+                if RECV && s.verify {
                     got_acc = got_acc.wrapping_add(vector_terms(&got[U], i));
                 }
             }
@@ -338,7 +345,11 @@ pub unsafe fn combine_send_value<
     }
     // (a block team pays two barriers per sum: only the sums a step uses are taken)
     let checksum = if SEND { team.sum_u32(acc) } else { 0 }.wrapping_add(bytes as u32);
-    let received = if RECV { team.sum_u32(got_acc) } else { 0 }.wrapping_add(bytes as u32);
+    let received = match (RECV, s.verify) {
+        (true, false) => None,
+        (true, true) => Some(team.sum_u32(got_acc).wrapping_add(bytes as u32)),
+        (false, _) => Some(bytes as u32),
+    };
     if SEND && team.rank() == 0 {
         let h = FrameHeader::new(CodecId::Raw, T::DTYPE, 0, 0, bytes as u32, bytes as u32, checksum);
         let header = h.to_bytes();

@@ -126,13 +126,15 @@ pub fn check<T: Split, O: RedOp, E: Compression>(
     in_place: bool,
     seed: u64,
 ) {
-    check_on::<T, O, E>(Channel::Warp, coll, nranks, nparts, root, count, in_place, seed);
+    check_on::<T, O, E>(Channel::Warp, false, coll, nranks, nparts, root, count, in_place, seed);
 }
 
-/// [`check`] with every channel driven by a team of the `channel`'s kind.
+/// [`check`] with every channel driven by a team of the `channel`'s kind, over trusted channels
+/// (`ChannelDesc::trusted`, as over P2P) when `trusted`.
 #[allow(clippy::too_many_arguments)]
 pub fn check_on<T: Split, O: RedOp, E: Compression>(
     channel: Channel,
+    trusted: bool,
     coll: Coll,
     nranks: usize,
     nparts: usize,
@@ -167,7 +169,8 @@ pub fn check_on<T: Split, O: RedOp, E: Compression>(
         srcs = inputs.clone();
     }
     let initial = dsts.clone();
-    let net = Net::new(k, nparts, SLOT_BYTES);
+    let mut net = Net::new(k, nparts, SLOT_BYTES);
+    net.trusted = trusted;
     let size = T::DTYPE.size_bytes();
     let warps: Vec<Vec<_>> = (0..k * nparts)
         .map(|i| {
@@ -191,7 +194,7 @@ pub fn check_on<T: Split, O: RedOp, E: Compression>(
         assert_eq!(
             *result,
             Ok(()),
-            "{coll:?} {:?} {:?} k {k} parts {nparts} count {count} in place {in_place} {channel:?}: list {i}",
+            "{coll:?} {:?} {:?} k {k} parts {nparts} count {count} in place {in_place} {channel:?} trusted {trusted}: list {i}",
             T::DTYPE,
             O::OP
         );
@@ -202,7 +205,8 @@ pub fn check_on<T: Split, O: RedOp, E: Compression>(
         let bad = got.iter().zip(&want).position(|(a, b)| a != b);
         assert!(
             bad.is_none() && got.len() == want.len(),
-            "{coll:?} {:?} {:?} k {k} parts {nparts} root {root} count {count} in place {in_place} seed {seed} {channel:?}: \
+            "{coll:?} {:?} {:?} k {k} parts {nparts} root {root} count {count} in place {in_place} seed {seed} {channel:?} \
+             trusted {trusted}: \
              rank {r} element {bad:?} differs: got {:?} want {:?}",
             T::DTYPE,
             O::OP,

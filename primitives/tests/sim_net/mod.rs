@@ -99,6 +99,9 @@ pub struct Net {
     arena: Mutex<Arena>,
     /// Nanoseconds a wait lasts before a timeout.
     pub timeout_ns: u64,
+    /// Whether the channels are trusted (`ChannelDesc::trusted`, as over P2P): the RAW fast
+    /// path then verifies nothing it receives.
+    pub trusted: bool,
 }
 
 // SAFETY: the `UnsafeCell` memory is written only by the simulated warps, through the FIFO
@@ -124,6 +127,7 @@ impl Net {
             abort: AtomicU32::new(0),
             arena: Mutex::default(),
             timeout_ns: 20_000_000_000,
+            trusted: false,
         }
     }
 
@@ -172,6 +176,7 @@ impl Net {
             abort: self.abort.as_ptr(),
             codec: 0,
             timeout_ns: self.timeout_ns,
+            trusted: u64::from(self.trusted),
         };
         match coll {
             Coll::Send => vec![ch(self.conn(part, rank, peer), ConnDesc::NONE)],
