@@ -252,6 +252,21 @@ impl Arbiter {
             .filter(move |&c| c != CodecId::Raw && self.policy.available.contains(c))
     }
 
+    /// Whether no codec can beat RAW on this link at any batch size: for every candidate, coding
+    /// a byte (encode and decode) takes at least the wire time a byte must save
+    /// (`(1 - min_gain) / bandwidth`), so its budget in [`Arbiter::gate`] is spent before a
+    /// single byte is sent and the gate decides RAW for every `n`. Depends on the link and the
+    /// policy alone: every rank of a communicator computes the same, so each knows that its
+    /// peers send RAW (NVLink with the collectives' coders; a network with few of them).
+    pub fn never_codes(&self) -> bool {
+        let t = &self.transport;
+        let saved_per_byte = (1.0 - self.policy.min_gain) / t.bandwidth_bytes_per_s;
+        self.candidates().all(|c| {
+            let cost = t.cost(c);
+            cost.enc_s_per_byte + cost.dec_s_per_byte >= saved_per_byte
+        })
+    }
+
     /// Step 1 alone, for a batch of `n` elements of `T`: the plan when a gate decides RAW
     /// without looking at the data, else `None` (the caller then samples: [`Arbiter::plan`]).
     /// Lets a caller whose batch is far away (in device memory) skip fetching the sample.

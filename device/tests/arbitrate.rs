@@ -546,3 +546,39 @@ fn few_coding_warps_go_raw_unless_the_link_is_slow() {
         }
     }
 }
+
+/// `never_codes` is exact where it says yes: the gate then decides RAW at every size and frame
+/// size; where it says no, some batch gets past the gate (to be sampled).
+#[test]
+fn never_codes_means_the_gate_decides_raw_at_every_size() {
+    let links = [
+        (NVLINK.with_coders(64), true),
+        (NVLINK, true),
+        (NVLINK.with_bandwidth_cap(10e9), false),
+        (NET.with_coders(16), true),
+        (NET.with_coders(64), true),
+        (NET, false),
+        (NET.with_coders(16).with_bandwidth_cap(100e6), false),
+    ];
+    for (link, never) in links {
+        let arbiter = Arbiter::new(link);
+        assert_eq!(arbiter.never_codes(), never, "{}: {link:?}", link.name);
+        let mut passed = false;
+        for log_n in 0..31 {
+            for frame_elems in [64, 4096, 1 << 18] {
+                let gated = arbiter.gate::<Bf16>(1 << log_n, frame_elems, u64::MAX);
+                assert!(
+                    !never || gated.is_some(),
+                    "{}: n 2^{log_n} frames {frame_elems}",
+                    link.name
+                );
+                passed |= gated.is_none();
+            }
+        }
+        assert_eq!(
+            passed, !never,
+            "{}: a batch reaches the sample iff a codec may win",
+            link.name
+        );
+    }
+}

@@ -1160,10 +1160,9 @@ impl<'a> Group<'a> {
         dtypes.dedup();
         let of =
             |dtype: DType| -> Vec<P2pOp> { self.ops.iter().filter(|(d, _)| *d == dtype).map(|(_, o)| *o).collect() };
-        let off = opts.compression.unwrap_or(comm.config.compression) == Compression::Off;
         let group_sending = Sending {
             codec: CodecId::Raw,
-            every_rank_raw: off,
+            every_rank_raw: every_send_raw(opts.compression.unwrap_or(comm.config.compression), comm.link_model()),
         };
         // every launch of the group fits, or none is enqueued (a peer would wait for the rest)
         for &dtype in &dtypes {
@@ -1184,8 +1183,8 @@ impl<'a> Group<'a> {
                 CALL_NAMES[9],
                 dtype,
                 ReduceOp::Sum,
-                // a group's peers pick their codecs from their own sends: only compression off
-                // tells every rank that all of them send RAW
+                // a group's peers pick their codecs from their own sends: only a policy that
+                // sends RAW at every size tells every rank that all of them send RAW
                 || match first_send {
                     Some(o) => {
                         let fe = comm.frame_elems(dtype, o.count as usize);
@@ -1204,10 +1203,41 @@ impl<'a> Group<'a> {
     }
 }
 
+/// Whether `compression` sends RAW whatever a send's size and data on `link`, so that every rank
+/// of a group of sends and receives (under one policy, on one link model) knows that every
+/// frame it receives is RAW: compression off, RAW forced, or Auto on a link where no codec can
+/// win at any size ([`Arbiter::never_codes`]: P2P with the collectives' coders).
+fn every_send_raw(compression: Compression, link: TransportModel) -> bool {
+    match compression {
+        Compression::Off | Compression::Lossless(Lossless::Force(CodecId::Raw)) => true,
+        Compression::Lossless(Lossless::Force(_)) => false,
+        Compression::Lossless(Lossless::Auto) => Arbiter::new(link).never_codes(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use zipcoll_device::arbitrate::Reason;
+
+    #[test]
+    fn a_group_under_auto_is_all_raw_where_no_codec_can_win() {
+        let auto = Compression::Lossless(Lossless::Auto);
+        // P2P as a GPU communicator of 64 channels models it: coding cannot keep up with NVLink
+        assert!(every_send_raw(auto, NVLINK.with_coders(64)));
+        // the network (and the simulator, which stands in for it) may code
+        assert!(!every_send_raw(auto, NET));
+        assert!(!every_send_raw(auto, NET.with_coders(64).with_bandwidth_cap(0.5e9)));
+        assert!(every_send_raw(Compression::Off, NET));
+        assert!(every_send_raw(
+            Compression::Lossless(Lossless::Force(CodecId::Raw)),
+            NET
+        ));
+        assert!(!every_send_raw(
+            Compression::Lossless(Lossless::Force(CodecId::ExpAns)),
+            NVLINK
+        ));
+    }
 
     #[test]
     fn auto_plan_shows_the_decision_a_call_makes() {
