@@ -1,6 +1,6 @@
-//! CUDA memory the communicator shares (`zipcoll_host::cuda_mem`), on a GPU. Without one these
-//! tests say so and pass, unless `ZIPCOLL_REQUIRE_GPU=1` (the GPU machine's runs), where a
-//! missing GPU path fails them.
+//! CUDA memory the communicator shares (`zipcoll_host::cuda_mem`) and the stream it runs on, on
+//! a GPU. Without one these tests say so and pass, unless `ZIPCOLL_REQUIRE_GPU=1` (the GPU
+//! machine's runs), where a missing GPU path fails them.
 
 use zipcoll_host::cuda::{self, CudaGpu};
 use zipcoll_host::cuda_mem::{copy_to_host_async, DeviceAlloc};
@@ -53,4 +53,47 @@ fn device_alloc_is_zero_when_zeroed_returns() {
     side.synchronize().unwrap();
     let nonzero = tail.iter().filter(|b| **b != 0).count();
     assert_eq!(nonzero, 0, "{nonzero} bytes of the last MiB were not zero yet");
+}
+
+/// A communicator enqueues on a non-blocking stream of its own (not the legacy default stream,
+/// the null handle): its calls and copies run there, in order, and its buffers read back what
+/// its calls wrote.
+#[test]
+fn a_communicator_runs_on_a_non_blocking_stream_of_its_own() {
+    use zipcoll_host::comm::{Communicator, Config, Data, Options};
+    use zipcoll_host::cudarc::driver::sys;
+    use zipcoll_host::{Backend, DType, ReduceOp};
+    let Some(_gpu) = gpu() else { return };
+    let comm = Communicator::init_all(&[Backend::Cuda { ordinal: 0 }], Config::gpu())
+        .unwrap()
+        .remove(0);
+    let stream = comm.cuda_stream().expect("a CUDA communicator has a stream");
+    let handle = stream.cu_stream();
+    assert!(!handle.is_null(), "the legacy default stream");
+    let mut flags = 0u32;
+    // SAFETY: `handle` is a live stream of the communicator's context; `flags` is writable.
+    let r = unsafe { sys::cuStreamGetFlags(handle, &mut flags) };
+    assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
+    assert_eq!(flags, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32);
+    let other = Communicator::init_all(&[Backend::Cuda { ordinal: 0 }], Config::gpu())
+        .unwrap()
+        .remove(0);
+    assert_ne!(
+        other.cuda_stream().unwrap().cu_stream(),
+        handle,
+        "each communicator its own"
+    );
+    let x: Vec<u8> = (0..4096u32).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    let mut buf = comm.alloc(x.len()).unwrap();
+    buf.copy_from_host(&x).unwrap();
+    comm.all_reduce(
+        Data::InPlace(&mut buf),
+        4096,
+        DType::F32,
+        ReduceOp::Sum,
+        Options::default(),
+    )
+    .unwrap();
+    assert_eq!(buf.to_host().unwrap(), x, "one rank's sum is its input");
+    comm.synchronize().unwrap();
 }

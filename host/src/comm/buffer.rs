@@ -5,7 +5,8 @@
 //! pointer, a host slice for the simulator), which every call takes as it takes its own.
 //!
 //! Their copies are ordered with the communicator's calls: on a GPU they go on the same stream
-//! (the device's), on the simulator the calls have run by the time they return.
+//! (the communicator's own, [`crate::comm::Communicator::cuda_stream`]), on the simulator the
+//! calls have run by the time they return.
 //!
 //! | method                          | ordered after the calls before it | waits for the device |
 //! |---------------------------------|-----------------------------------|----------------------|

@@ -28,12 +28,13 @@ use super::inflight::InFlight;
 use super::plan::Plan;
 use super::{Bootstrap, UniqueId};
 use crate::backend::Backend;
-use crate::cuda::CudaGpu;
+use crate::cuda::{cuda_error, CudaGpu};
 use crate::cuda_mem::{DeviceAlloc, IpcMapping, PinnedHost};
 use crate::error::{Error, Result};
 use crate::transport::host_mem::{HostBytes, HostWords};
 use crate::transport::net::{AbortWord, NetConfig, NetListener, NetTransport, RawFifo};
 use crate::transport::sim::{self as sim_transport, SimEndpoint};
+use cudarc::driver::CudaStream;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -75,6 +76,9 @@ pub(crate) enum Engine {
     },
     Cuda {
         gpu: Arc<CudaGpu>,
+        /// The communicator's stream (non-blocking, its own): calls, buffer copies and frees,
+        /// Auto's samples.
+        stream: Arc<CudaStream>,
         /// The abort word (4 bytes), mapped into the device.
         abort: PinnedHost,
     },
@@ -134,7 +138,7 @@ impl Place {
             Some(g) => Some(
                 g.context()
                     .uuid()
-                    .map_err(crate::cuda::cuda_error("cuDeviceGetUuid"))?
+                    .map_err(cuda_error("cuDeviceGetUuid"))?
                     .bytes
                     .map(|b| b as u8),
             ),
@@ -319,12 +323,14 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
             mem.push(Box::new(stages) as Keep);
             let abort = PinnedHost::zeroed(gpu.context(), 4)?;
             let ptr = abort.device() as *mut u32;
+            let stream = gpu.context().new_stream().map_err(cuda_error("cuStreamCreate"))?;
             let bytes = exec_cuda::slot_bytes(nranks, parts);
             let slots = (0..config.max_inflight)
-                .map(|_| Slot::new(gpu, bytes, config.profile))
+                .map(|_| Slot::new(gpu, &stream, bytes, config.profile))
                 .collect::<Result<Vec<_>>>()?;
             let engine = Engine::Cuda {
                 gpu: Arc::clone(gpu),
+                stream,
                 abort,
             };
             (engine, base, ptr, slots)
@@ -657,6 +663,14 @@ impl Links {
         &self.fabric
     }
 
+    /// The stream a CUDA communicator's calls run on (none for the simulator).
+    pub fn cuda_stream(&self) -> Option<&Arc<CudaStream>> {
+        match &self.engine {
+            Engine::Cuda { stream, .. } => Some(stream),
+            Engine::Sim { .. } => None,
+        }
+    }
+
     /// Raises the abort word the kernels poll: this rank's (NET: its proxies then tell the
     /// peers) and, over SIM and P2P, rank 0's, which every rank's kernels poll.
     pub fn raise_abort(&self) {
@@ -688,7 +702,7 @@ impl Links {
     pub fn alloc(&self, len: usize) -> Result<DeviceBuffer> {
         match &self.engine {
             Engine::Sim { .. } => Ok(DeviceBuffer::host(len)),
-            Engine::Cuda { gpu, .. } => Ok(DeviceBuffer::cuda(CudaBuffer::zeroed(gpu, len)?)),
+            Engine::Cuda { gpu, stream, .. } => Ok(DeviceBuffer::cuda(CudaBuffer::zeroed(gpu, stream, len)?)),
         }
     }
 
@@ -718,8 +732,8 @@ impl Links {
     }
 
     /// Copies `len` bytes from `src` to `dst` in this rank's memory, in call order: the
-    /// simulator now (its calls ran at enqueue), a GPU on the device's stream after the calls
-    /// enqueued before.
+    /// simulator now (its calls ran at enqueue), a GPU on the communicator's stream after the
+    /// calls enqueued before.
     ///
     /// # Safety
     /// Both ranges lie in buffers of this communicator ([`Links::check_buffer`]) that stay
@@ -728,9 +742,9 @@ impl Links {
         match &self.engine {
             // SAFETY: the caller's contract: both ranges valid host memory, disjoint.
             Engine::Sim { .. } => unsafe { std::ptr::copy_nonoverlapping(src, dst, len) },
-            Engine::Cuda { gpu, .. } => {
+            Engine::Cuda { stream, .. } => {
                 // SAFETY: the caller's contract, on the stream the calls run on.
-                unsafe { crate::cuda_mem::copy_device_async(gpu.stream(), dst as u64, src as u64, len) }?
+                unsafe { crate::cuda_mem::copy_device_async(stream, dst as u64, src as u64, len) }?
             }
         }
         Ok(())
@@ -753,7 +767,7 @@ impl Links {
     pub fn sample(&self, dtype: DType, src: *const u8, n: usize) -> Result<SampleImage> {
         match &self.engine {
             Engine::Sim { .. } => Ok(SampleImage::Host(src)),
-            Engine::Cuda { gpu, .. } => exec_cuda::sample(gpu, dtype, src as u64, n).map(SampleImage::Copied),
+            Engine::Cuda { stream, .. } => exec_cuda::sample(stream, dtype, src as u64, n).map(SampleImage::Copied),
         }
     }
 

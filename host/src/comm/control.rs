@@ -8,7 +8,7 @@
 //! | P2P       | device memory, mapped by IPC  | `cuMemsetD32Async` | the `record_cause` kernel (the device's compare-and-swap) | `cuMemcpyDtoHAsync` |
 //! | NET       | none (the proxies forward an abort with its reason) | | | |
 //!
-//! Over P2P everything runs on a stream of its own: the device's stream is busy with the
+//! Over P2P everything runs on a stream of its own: the communicator's stream is busy with the
 //! kernels the abort stops. Nothing here waits for the device without a bound.
 
 use super::inflight::CALL_NAMES;

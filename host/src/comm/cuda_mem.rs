@@ -1,14 +1,14 @@
-//! Device memory of a CUDA communicator: buffers allocated, written, read and freed on its
-//! device's stream, the one its calls are enqueued on.
+//! Device memory of a CUDA communicator: buffers allocated, written, read and freed on the
+//! communicator's stream, the one its calls are enqueued on.
 
 use crate::cuda::{cuda_error, CudaGpu};
 use crate::error::Result;
-use cudarc::driver::{CudaSlice, DevicePtr};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use std::sync::Arc;
 
-/// Zeroed device memory on one GPU.
+/// Zeroed device memory on one GPU, ordered on a communicator's stream.
 pub struct CudaBuffer {
-    gpu: Arc<CudaGpu>,
+    stream: Arc<CudaStream>,
     /// At least one byte (the driver allocates no empty buffers).
     slice: CudaSlice<u8>,
     ptr: u64,
@@ -17,16 +17,13 @@ pub struct CudaBuffer {
 }
 
 impl CudaBuffer {
-    /// `len` zeroed bytes on `gpu`.
-    pub fn zeroed(gpu: &Arc<CudaGpu>, len: usize) -> Result<CudaBuffer> {
+    /// `len` zeroed bytes on `gpu`, allocated, copied and freed on `stream` (one of `gpu`'s).
+    pub fn zeroed(gpu: &CudaGpu, stream: &Arc<CudaStream>, len: usize) -> Result<CudaBuffer> {
         gpu.context().bind_to_thread().map_err(cuda_error("cuCtxSetCurrent"))?;
-        let slice = gpu
-            .stream()
-            .alloc_zeros::<u8>(len.max(1))
-            .map_err(cuda_error("cuMemAlloc"))?;
-        let ptr = slice.device_ptr(gpu.stream()).0;
+        let slice = stream.alloc_zeros::<u8>(len.max(1)).map_err(cuda_error("cuMemAlloc"))?;
+        let ptr = slice.device_ptr(stream).0;
         Ok(CudaBuffer {
-            gpu: Arc::clone(gpu),
+            stream: Arc::clone(stream),
             ptr,
             slice,
             len,
@@ -44,24 +41,22 @@ impl CudaBuffer {
     }
 
     /// Overwrites the first `data.len()` bytes (the caller checked the length), ordered on the
-    /// device's stream (`cuMemcpyHtoDAsync` from pageable memory: the driver stages `data`
-    /// before returning, without waiting for the stream).
+    /// stream (`cuMemcpyHtoDAsync` from pageable memory: the driver stages `data` before
+    /// returning, without waiting for the stream).
     pub fn write(&mut self, data: &[u8]) -> Result<()> {
-        let stream = self.gpu.stream();
         let mut view = self.slice.slice_mut(..data.len());
-        stream
+        self.stream
             .memcpy_htod(data, &mut view)
             .map_err(cuda_error("cuMemcpyHtoDAsync"))
     }
 
-    /// A copy of the bytes, after everything on the device's stream.
+    /// A copy of the bytes, after everything on the stream.
     pub fn read(&self) -> Result<Vec<u8>> {
         let mut out = self
-            .gpu
-            .stream()
+            .stream
             .clone_dtoh(&self.slice)
             .map_err(cuda_error("cuMemcpyDtoHAsync"))?;
-        self.gpu.synchronize()?;
+        self.stream.synchronize().map_err(cuda_error("cuStreamSynchronize"))?;
         out.truncate(self.len);
         Ok(out)
     }

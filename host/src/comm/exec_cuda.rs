@@ -1,4 +1,5 @@
-//! Runs a [`Plan`] on a CUDA GPU, ordered on the device's stream: each call takes a [`Slot`] of
+//! Runs a [`Plan`] on a CUDA GPU, ordered on the communicator's stream (a non-blocking stream of
+//! its own, not the device's legacy default stream): each call takes a [`Slot`] of
 //! the communicator's ring (`Config::max_inflight` of them, see `inflight.rs`), writes the plan
 //! into the slot's pinned image, zeroes the slot's status records, and enqueues a copy of the
 //! image into the slot's device scratch (`cuMemcpyHtoDAsync`; skipped when the scratch already
@@ -27,7 +28,7 @@ use crate::cuda_mem::{copy_to_host_async, DeviceAlloc, PinnedHost};
 use crate::dispatch::dispatch_dtype;
 use crate::error::{Error, Result};
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{CudaEvent, CudaFunction, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaEvent, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
 use std::time::Duration;
 use zipcoll_device::arbitrate::{sampled_words, word_bytes};
@@ -91,6 +92,8 @@ pub(crate) fn slot_bytes(nranks: usize, parts: usize) -> usize {
 /// One call's resources on the GPU (see the module table).
 pub(crate) struct Slot {
     gpu: Arc<CudaGpu>,
+    /// The communicator's stream, which every call is enqueued on.
+    stream: Arc<CudaStream>,
     scratch: DeviceAlloc,
     image: PinnedHost,
     status: PinnedHost,
@@ -108,14 +111,15 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
-    /// A free slot on `gpu` whose scratch and image hold `bytes`; with `profile`, its events
-    /// time the upload and the kernel.
-    pub fn new(gpu: &Arc<CudaGpu>, bytes: usize, profile: bool) -> Result<Slot> {
+    /// A free slot on `gpu` whose calls go on `stream` (one of `gpu`'s) and whose scratch and
+    /// image hold `bytes`; with `profile`, its events time the upload and the kernel.
+    pub fn new(gpu: &Arc<CudaGpu>, stream: &Arc<CudaStream>, bytes: usize, profile: bool) -> Result<Slot> {
         let ctx = gpu.context();
         let flags = profile.then_some(CUevent_flags::CU_EVENT_DEFAULT);
         let event = || ctx.new_event(flags).map_err(cuda_error("cuEventCreate"));
         Ok(Slot {
             gpu: Arc::clone(gpu),
+            stream: Arc::clone(stream),
             scratch: DeviceAlloc::zeroed(ctx, bytes)?,
             image: PinnedHost::zeroed(ctx, bytes)?,
             status: PinnedHost::zeroed(ctx, MAX_WARPS * RECORD_BYTES)?,
@@ -178,7 +182,7 @@ impl Slot {
             Err(_) => {
                 self.uploaded = 0;
                 // whatever was enqueued must be done before the slot is written again
-                let _ = self.gpu.stream().synchronize();
+                let _ = self.stream.synchronize();
             }
         }
         enqueued
@@ -187,7 +191,7 @@ impl Slot {
     /// The copy (if `upload`), the kernel and the event, on the stream (and the profile's
     /// events before the copy and before the kernel).
     fn enqueue(&self, f: &CudaFunction, layout: Layout, warps: usize, threads: u32, upload: bool) -> Result<()> {
-        let stream = self.gpu.stream();
+        let stream = &self.stream;
         let ctx = self.gpu.context();
         ctx.bind_to_thread().map_err(cuda_error("cuCtxSetCurrent"))?;
         let mark = |at: usize| match &self.profile {
@@ -300,16 +304,15 @@ pub(crate) fn resident_blocks(gpu: &CudaGpu, threads: u32, dtype: DType, op: Red
 
 /// A host image of the `n` elements of `dtype` at device address `src` in which only the
 /// ranges the arbitration's sampler reads (at most 64 KiB) are copied; the rest stays zero
-/// (and, being `calloc`ed, is never touched). The copies are ordered on the stream after every
-/// call enqueued before, and waited for (with them).
-pub(crate) fn sample(gpu: &CudaGpu, dtype: DType, src: u64, n: usize) -> Result<Vec<u64>> {
+/// (and, being `calloc`ed, is never touched). The copies are ordered on `stream` (the
+/// communicator's) after every call enqueued before, and waited for (with them).
+pub(crate) fn sample(stream: &CudaStream, dtype: DType, src: u64, n: usize) -> Result<Vec<u64>> {
     let bytes = n * dtype.size_bytes();
     let mut image = vec![0u64; bytes.div_ceil(8)];
     let (ranges, word) = dispatch_dtype!(dtype, |T| (
         sampled_words::<T>(n).collect::<Vec<_>>(),
         word_bytes::<T>()
     ));
-    let stream = gpu.stream();
     // SAFETY: the words are initialized and any byte pattern is a valid `u8`; the view borrows
     // `image` exclusively until the stream is synchronized below.
     let view = unsafe { std::slice::from_raw_parts_mut(image.as_mut_ptr().cast::<u8>(), image.len() * 8) };
@@ -324,7 +327,7 @@ pub(crate) fn sample(gpu: &CudaGpu, dtype: DType, src: u64, n: usize) -> Result<
         // synchronize below.
         unsafe { copy_to_host_async(stream, src + at as u64, &mut view[at..at + len]) }
     });
-    let waited = gpu.synchronize();
+    let waited = stream.synchronize().map_err(cuda_error("cuStreamSynchronize"));
     copied?;
     waited?;
     Ok(image)

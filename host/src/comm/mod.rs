@@ -17,8 +17,9 @@
 //! and CUDA GPUs (one process per GPU).
 //!
 //! Calls are stream-ordered and asynchronous, as NCCL's: a call checks its arguments, builds its
-//! launch and enqueues it on the communicator's stream (on CUDA the device's stream, which
-//! [`DeviceBuffer`]'s copies use too), then returns without waiting for it. Launches run in call
+//! launch and enqueues it on the communicator's stream (on CUDA a non-blocking stream of its
+//! own, [`Communicator::cuda_stream`], which [`DeviceBuffer`]'s copies use too), then returns
+//! without waiting for it. Launches run in call
 //! order; [`Communicator::synchronize`] waits for all of them. The simulator cannot run a launch
 //! later, so it runs it at enqueue, but reports its outcome exactly as a GPU does:
 //!
@@ -283,6 +284,17 @@ impl Communicator {
     /// root), or why Auto chose NET over P2P on GPUs.
     pub fn transport_info(&self) -> &str {
         self.links.describe()
+    }
+
+    /// The CUDA stream this communicator enqueues its calls and its buffers' copies on: a
+    /// non-blocking stream of its own, created with the communicator, so its calls wait for
+    /// nothing else on the device and nothing else waits for them (not the legacy default
+    /// stream, which every communicator and library on the device shares). `None` on the
+    /// simulator. To order the caller's own stream with a call, use events: record one on the
+    /// caller's stream and `wait` for it on this one before the call (and the other way round
+    /// after it).
+    pub fn cuda_stream(&self) -> Option<&std::sync::Arc<cudarc::driver::CudaStream>> {
+        self.links.cuda_stream()
     }
 
     /// NCCL's `ncclCommSplit`: every rank of this communicator calls it; the ranks that pass
