@@ -6,7 +6,7 @@ use zipcoll_targets::Lanes;
 
 fn main() {
     const OPS: u32 = 200_000;
-    for (name, which) in [("sync", 0u32), ("shfl_idx", 1), ("ballot", 2), ("match_any", 3)] {
+    for (name, which) in [("sync", 0u32), ("shfl_idx", 1), ("ballot", 2)] {
         let (t, cpu) = (Instant::now(), cpu_secs());
         launch::<32>(LaunchConfig::new(1, 32), |w: SimWarp<32>| {
             let mut v = w.lane_id();
@@ -14,8 +14,7 @@ fn main() {
                 match which {
                     0 => w.sync(SimWarp::<32>::FULL),
                     1 => v = w.shfl_idx_u32(SimWarp::<32>::FULL, v, i % 32),
-                    2 => v ^= w.ballot(SimWarp::<32>::FULL, v & 1 == 0) as u32,
-                    _ => v ^= w.match_any_u32(SimWarp::<32>::FULL, v & 3) as u32,
+                    _ => v ^= w.ballot(SimWarp::<32>::FULL, v & 1 == 0) as u32,
                 }
             }
             std::hint::black_box(v);

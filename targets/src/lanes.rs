@@ -9,10 +9,8 @@
 //! |------------------|-------------------------------------------------------------------------|
 //! | `shfl_idx(v, s)` | `v` of lane `s % WIDTH`                                                  |
 //! | `shfl_xor(v, m)` | `v` of lane `lane ^ m` (its own `v` if that lane is past the warp)       |
-//! | `shfl_up(v, d)`  | `v` of lane `lane - d`, or its own `v` when `lane < d`                   |
-//! | `shfl_down(v, d)`| `v` of lane `lane + d`, or its own `v` when `lane + d >= WIDTH`          |
+//! | `shfl_up_u32(v, d)` | `v` of lane `lane - d`, or its own `v` when `lane < d`                |
 //! | `ballot(p)`      | the mask of lanes in `mask` whose `p` is true                            |
-//! | `match_any(v)`   | the mask of lanes in `mask` whose `v` equals its own                     |
 //! | `sync()`         | nothing; memory written before it is visible to the others after it      |
 
 use crate::Word;
@@ -63,12 +61,8 @@ pub trait Lanes: Copy {
     fn shfl_xor_u32(self, mask: LaneMask, v: u32, lane_mask: u32) -> u32;
     /// `v` from lane `lane_id - delta`; own `v` for lanes below `delta`.
     fn shfl_up_u32(self, mask: LaneMask, v: u32, delta: u32) -> u32;
-    /// `v` from lane `lane_id + delta`; own `v` where that is past the warp.
-    fn shfl_down_u32(self, mask: LaneMask, v: u32, delta: u32) -> u32;
     /// The lanes of `mask` whose `pred` is true.
     fn ballot(self, mask: LaneMask, pred: bool) -> LaneMask;
-    /// The lanes of `mask` whose `v` equals this lane's `v`.
-    fn match_any_u32(self, mask: LaneMask, v: u32) -> LaneMask;
 
     /// True on every lane if `pred` holds on any lane of `mask`.
     #[inline(always)]
@@ -93,29 +87,5 @@ pub trait Lanes: Copy {
     #[track_caller]
     fn shfl_xor<T: Word>(self, mask: LaneMask, v: T, lane_mask: u32) -> T {
         by_words!(v, |x| self.shfl_xor_u32(mask, x, lane_mask))
-    }
-    /// [`Lanes::shfl_up_u32`] for any [`Word`].
-    #[inline(always)]
-    #[track_caller]
-    fn shfl_up<T: Word>(self, mask: LaneMask, v: T, delta: u32) -> T {
-        by_words!(v, |x| self.shfl_up_u32(mask, x, delta))
-    }
-    /// [`Lanes::shfl_down_u32`] for any [`Word`].
-    #[inline(always)]
-    #[track_caller]
-    fn shfl_down<T: Word>(self, mask: LaneMask, v: T, delta: u32) -> T {
-        by_words!(v, |x| self.shfl_down_u32(mask, x, delta))
-    }
-    /// [`Lanes::match_any_u32`] for any [`Word`]: lanes whose every 32-bit half matches.
-    #[inline(always)]
-    #[track_caller]
-    fn match_any<T: Word>(self, mask: LaneMask, v: T) -> LaneMask {
-        let b = v.to_bits64();
-        let lo = self.match_any_u32(mask, b as u32);
-        if T::WORDS == 1 {
-            lo
-        } else {
-            lo & self.match_any_u32(mask, (b >> 32) as u32)
-        }
     }
 }

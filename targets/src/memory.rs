@@ -8,8 +8,7 @@
 //! | `load_acquire(p, s)`          | `ld.acquire.{s}.u32`             | later accesses stay after it          |
 //! | `store_release(p, v, s)`      | `st.release.{s}.u32`             | earlier accesses stay before it       |
 //! | `fence_acq_rel(s)`            | `fence.acq_rel.{s}`              | acquire + release fence               |
-//! | `fence_sc(s)`                 | `fence.sc.{s}`                   | sequentially consistent fence         |
-//! | `atomic_add/cas/exch(.., o, s)` | `atom.{o}.{s}.add/cas/exch`    | read-modify-write                     |
+//! | `atomic_add/cas(.., o, s)`    | `atom.{o}.{s}.add/cas`           | read-modify-write                     |
 //!
 //! `s` is a [`Scope`]: which threads the ordering is promised to (`Block`: `cta`, `Gpu`: `gpu`,
 //! `System`: `sys`, which includes peer GPUs and the host). The amdgpu backend implements every
@@ -129,8 +128,6 @@ pub trait Memory: Copy {
     unsafe fn store_release<T: Atom>(self, p: *mut T, v: T, scope: Scope);
     /// Acquire-release fence at `scope`.
     fn fence_acq_rel(self, scope: Scope);
-    /// Sequentially consistent fence at `scope`.
-    fn fence_sc(self, scope: Scope);
     /// `*p += v`, returning the old value.
     ///
     /// # Safety
@@ -141,11 +138,6 @@ pub trait Memory: Copy {
     /// # Safety
     /// As [`Memory::atomic_add`].
     unsafe fn atomic_cas<T: Atom>(self, p: *mut T, current: T, new: T, order: AtomicOrder, scope: Scope) -> T;
-    /// `*p = v`, returning the old value.
-    ///
-    /// # Safety
-    /// As [`Memory::atomic_add`].
-    unsafe fn atomic_exch<T: Atom>(self, p: *mut T, v: T, order: AtomicOrder, scope: Scope) -> T;
 }
 
 impl AtomicOrder {
@@ -208,10 +200,6 @@ macro_rules! impl_core_atomics {
                 },
                 |a| a.compare_exchange(c, n, o, f).unwrap_or_else(|old| old),
             )
-        }
-        unsafe fn atomic_exch<T: Atom>(self, p: *mut T, v: T, order: AtomicOrder, _scope: Scope) -> T {
-            let (o, x) = (order.to_core(), v.to_u64());
-            $crate::memory::with_core_atomic(p, |a| a.swap(x as u32, o), |a| a.swap(x, o))
         }
     };
 }

@@ -1,5 +1,4 @@
-//! Wavefront operations: shuffles through `ds_bpermute`, votes through `ballot`, and
-//! `match_any` as a loop over distinct values with `readlane`.
+//! Wavefront operations: shuffles through `ds_bpermute`, votes through `ballot`.
 
 use super::Wave;
 use crate::{LaneMask, Lanes};
@@ -55,31 +54,7 @@ impl<const W: u32> Lanes for Wave<W> {
         self.permute(v, if lane >= delta { lane - delta } else { lane })
     }
     #[inline(always)]
-    fn shfl_down_u32(self, _mask: LaneMask, v: u32, delta: u32) -> u32 {
-        let lane = self.lane_id();
-        let src = lane.wrapping_add(delta);
-        self.permute(v, if src < W && src >= lane { src } else { lane })
-    }
-    #[inline(always)]
     fn ballot(self, mask: LaneMask, pred: bool) -> LaneMask {
         amdgpu::ballot(pred) & mask
-    }
-    #[inline(always)]
-    fn match_any_u32(self, mask: LaneMask, v: u32) -> LaneMask {
-        // `todo` is the same on every lane: the lanes of `mask` not yet grouped.
-        let mut todo = mask;
-        let mut mine = 0;
-        while todo != 0 {
-            let leader = todo.trailing_zeros();
-            // SAFETY: `leader` is uniform across the wavefront, below W, and an active lane.
-            let leader_value = unsafe { amdgpu::readlane_u32(v, leader) };
-            // every lane now holds the value of the lowest ungrouped lane
-            let same = amdgpu::ballot(v == leader_value) & mask;
-            if v == leader_value {
-                mine = same;
-            }
-            todo &= !same;
-        }
-        mine
     }
 }

@@ -57,9 +57,5 @@ impl<const W: u32> Memory for Wave<W> {
     fn fence_acq_rel(self, _scope: Scope) {
         fence(Ordering::AcqRel)
     }
-    #[inline(always)]
-    fn fence_sc(self, _scope: Scope) {
-        fence(Ordering::SeqCst)
-    }
     impl_core_atomics!();
 }

@@ -4,7 +4,7 @@
 //! | file         | what                                                              |
 //! |--------------|-------------------------------------------------------------------|
 //! | `special.rs` | workitem/workgroup ids, geometry from the kernel ABI, `s_barrier` |
-//! | `lanes.rs`   | `ds_bpermute` shuffles, `ballot`, `readlane`-based match          |
+//! | `lanes.rs`   | `ds_bpermute` shuffles, `ballot`                                  |
 //! | `memory.rs`  | loads, stores, fences and atomics through core atomics            |
 //! | `abi.rs`     | the kernel ABI: leading `block_dim, grid_dim` parameters, panics  |
 //!

@@ -43,19 +43,9 @@ impl Lanes for NvptxWarp {
         unsafe { intrinsics::shfl_up(mask as u32, v, delta, 0) }
     }
     #[inline(always)]
-    fn shfl_down_u32(self, mask: LaneMask, v: u32, delta: u32) -> u32 {
-        // SAFETY: as `sync`.
-        unsafe { intrinsics::shfl_down(mask as u32, v, delta, 0x1f) }
-    }
-    #[inline(always)]
     fn ballot(self, mask: LaneMask, pred: bool) -> LaneMask {
         // SAFETY: as `sync`.
         unsafe { intrinsics::vote_ballot(mask as u32, pred) as LaneMask }
-    }
-    #[inline(always)]
-    fn match_any_u32(self, mask: LaneMask, v: u32) -> LaneMask {
-        // SAFETY: as `sync`.
-        unsafe { intrinsics::match_any(mask as u32, v) as LaneMask }
     }
 }
 
@@ -75,15 +65,9 @@ mod intrinsics {
         /// `shfl.sync.up.b32`.
         #[link_name = "llvm.nvvm.shfl.sync.up.i32"]
         pub fn shfl_up(mask: u32, v: u32, delta: u32, clamp: u32) -> u32;
-        /// `shfl.sync.down.b32`.
-        #[link_name = "llvm.nvvm.shfl.sync.down.i32"]
-        pub fn shfl_down(mask: u32, v: u32, delta: u32, clamp: u32) -> u32;
         /// `vote.sync.ballot.b32`.
         #[link_name = "llvm.nvvm.vote.ballot.sync"]
         pub fn vote_ballot(mask: u32, pred: bool) -> u32;
-        /// `match.any.sync.b32`.
-        #[link_name = "llvm.nvvm.match.any.sync.i32"]
-        pub fn match_any(mask: u32, v: u32) -> u32;
         /// `bar.warp.sync`.
         #[link_name = "llvm.nvvm.bar.warp.sync"]
         pub fn bar_warp_sync(mask: u32);

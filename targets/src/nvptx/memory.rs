@@ -1,5 +1,5 @@
 //! Ordered loads, stores and fences: `ld/st.{volatile,relaxed,acquire,release}[.scope]`,
-//! `fence.{acq_rel,sc}.scope`, and read-modify-write atomics `atom{.sem}{.scope}.{add,cas,exch}`.
+//! `fence.acq_rel.scope`, and read-modify-write atomics `atom{.sem}{.scope}.{add,cas}`.
 
 use super::{asm_scoped, NvptxWarp};
 use crate::{Atom, AtomKind, AtomicOrder, Memory, Scope};
@@ -83,11 +83,6 @@ impl Memory for NvptxWarp {
         unsafe { asm_scoped!(scope, "fence.acq_rel", ";",) }
     }
     #[inline(always)]
-    fn fence_sc(self, scope: Scope) {
-        // SAFETY: a fence has no operands.
-        unsafe { asm_scoped!(scope, "fence.sc", ";",) }
-    }
-    #[inline(always)]
     unsafe fn atomic_add<T: Atom>(self, p: *mut T, v: T, order: AtomicOrder, scope: Scope) -> T {
         T::from_u64(atom_add(T::KIND, p as u64, v.to_u64(), order, scope))
     }
@@ -101,10 +96,6 @@ impl Memory for NvptxWarp {
             order,
             scope,
         ))
-    }
-    #[inline(always)]
-    unsafe fn atomic_exch<T: Atom>(self, p: *mut T, v: T, order: AtomicOrder, scope: Scope) -> T {
-        T::from_u64(atom_exch(T::KIND, p as u64, v.to_u64(), order, scope))
     }
 }
 
@@ -160,26 +151,6 @@ unsafe fn atom_cas(kind: AtomKind, p: u64, current: u64, new: u64, order: Atomic
             let r: u64;
             asm_atom!(order, scope, ".cas.b64 {r}, [{p}], {c}, {n};",
                 r = out(reg64) r, p = in(reg64) p, c = in(reg64) current, n = in(reg64) new);
-            r
-        }
-    }
-}
-
-/// `*p = v`; returns the old value.
-///
-/// # Safety
-/// As [`atom_add`].
-#[inline(always)]
-unsafe fn atom_exch(kind: AtomKind, p: u64, v: u64, order: AtomicOrder, scope: crate::Scope) -> u64 {
-    match kind {
-        AtomKind::U32 => {
-            let r: u32;
-            asm_atom!(order, scope, ".exch.b32 {r}, [{p}], {v};", r = out(reg32) r, p = in(reg64) p, v = in(reg32) v as u32);
-            r as u64
-        }
-        AtomKind::U64 => {
-            let r: u64;
-            asm_atom!(order, scope, ".exch.b64 {r}, [{p}], {v};", r = out(reg64) r, p = in(reg64) p, v = in(reg64) v);
             r
         }
     }

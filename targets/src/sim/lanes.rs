@@ -47,15 +47,7 @@ impl<const W: u32> Lanes for SimWarp<W> {
         warp_op(WarpOp::ShflUp, mask, delta, v as u64) as u32
     }
     #[track_caller]
-    fn shfl_down_u32(self, mask: LaneMask, v: u32, delta: u32) -> u32 {
-        warp_op(WarpOp::ShflDown, mask, delta, v as u64) as u32
-    }
-    #[track_caller]
     fn ballot(self, mask: LaneMask, pred: bool) -> LaneMask {
         warp_op(WarpOp::Ballot, mask, 0, pred as u64)
-    }
-    #[track_caller]
-    fn match_any_u32(self, mask: LaneMask, v: u32) -> LaneMask {
-        warp_op(WarpOp::MatchAny, mask, 0, v as u64)
     }
 }

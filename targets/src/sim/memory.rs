@@ -61,8 +61,5 @@ impl<const W: u32> Memory for SimWarp<W> {
     fn fence_acq_rel(self, _scope: Scope) {
         fence(Ordering::AcqRel)
     }
-    fn fence_sc(self, _scope: Scope) {
-        fence(Ordering::SeqCst)
-    }
     impl_core_atomics!();
 }

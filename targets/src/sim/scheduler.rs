@@ -89,9 +89,7 @@ pub(crate) enum WarpOp {
     ShflIdx,
     ShflXor,
     ShflUp,
-    ShflDown,
     Ballot,
-    MatchAny,
 }
 
 /// Why a lane handed control back to the scheduler.
@@ -292,23 +290,6 @@ fn resolve_warp_ops(warp: &mut [Status], first_thread: usize, block_idx: u32) ->
                 }
             }
         }
-        // match_any: the lanes of the mask with each lane's value, found once per value
-        let mut matching = [0u64; 64];
-        if op == WarpOp::MatchAny {
-            let mut left = mask;
-            while left != 0 {
-                let v = values[left.trailing_zeros() as usize];
-                let same = (0..width)
-                    .filter(|&o| left >> o & 1 == 1 && values[o] == v)
-                    .fold(0u64, |m, o| m | 1 << o);
-                let mut rest = same;
-                while rest != 0 {
-                    matching[rest.trailing_zeros() as usize] = same;
-                    rest &= rest - 1;
-                }
-                left &= !same;
-            }
-        }
         let mut rest = mask;
         while rest != 0 {
             let l = rest.trailing_zeros() as usize;
@@ -334,16 +315,7 @@ fn resolve_warp_ops(warp: &mut [Status], first_thread: usize, block_idx: u32) ->
                     }
                 }
                 WarpOp::ShflUp => l.checked_sub(arg as usize).map_or(own, read),
-                WarpOp::ShflDown => {
-                    let src = l + arg as usize;
-                    if src < width {
-                        read(src)
-                    } else {
-                        own
-                    }
-                }
                 WarpOp::Ballot => ballot,
-                WarpOp::MatchAny => matching[l],
             };
             warp[l] = Status::Runnable(result);
         }
