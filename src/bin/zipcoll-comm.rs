@@ -124,7 +124,8 @@ enum Cmd {
         cycles: u32,
     },
     /// Times bf16 all_reduce, all_gather and send/recv (rank 0 to rank 1) per size,
-    /// compression off and Auto. Needs at least 2 ranks.
+    /// compression off and Auto; a run's time is its slowest rank's (a send's calls end when
+    /// its frames are in the FIFOs, not when they arrive). Needs at least 2 ranks.
     #[command(after_help = common::EXIT_STATUSES)]
     Bench {
         /// Bytes per rank's buffer, at least 2 (one bf16 element; rounded down to whole
@@ -132,7 +133,8 @@ enum Cmd {
         #[arg(long, default_value = "1M,16M,128M,1G", value_delimiter = ',', value_parser = parse_bench_size)]
         sizes: Vec<u64>,
         /// Calls per timed run, at least 1 (after 3 warm-up calls), enqueued back to back and
-        /// synchronized once; a run's time per call is its time over `iters`.
+        /// synchronized once; a run's time per call is its time on the slowest rank over
+        /// `iters`.
         #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
         iters: u32,
         /// Timed runs, at least 1, each after a barrier of every rank; the median run is
@@ -868,11 +870,39 @@ fn time(
             device: None,
         });
     }
+    // the timed calls' device times, before the all_reduce below adds one
+    let device = DeviceTimes::of(&comm.call_times());
+    // a run lasts until its slowest rank is done: a sender's calls end once its frames are in
+    // the FIFOs, which over NET (and with FIFOs as large as the data) is long before they
+    // arrive, so a send/recv timed on the sender alone overstates the rate
+    let slowest = slowest_rank(comm, &runs.iter().map(|r| r.total).collect::<Vec<_>>())?;
+    for (run, total) in runs.iter_mut().zip(slowest) {
+        run.total = total;
+    }
     runs.sort_by(|a, b| a.total.total_cmp(&b.total));
     Ok(PerCall {
-        device: DeviceTimes::of(&comm.call_times()),
+        device,
         ..runs[runs.len() / 2]
     })
+}
+
+/// The largest of each of `times` over every rank (every rank calls it with as many), by an
+/// f32 max all_reduce of the communicator itself.
+fn slowest_rank(comm: &Communicator, times: &[f64]) -> Result<Vec<f64>, Error> {
+    let bytes: Vec<u8> = times.iter().flat_map(|&t| (t as f32).to_le_bytes()).collect();
+    let mut buf = comm.alloc(bytes.len())?;
+    buf.copy_from_host(&bytes)?;
+    let off = Options {
+        compression: Some(Compression::Off),
+        ..Options::default()
+    };
+    comm.all_reduce(Data::InPlace(&mut buf), times.len(), DType::F32, ReduceOp::Max, off)?;
+    comm.synchronize()?;
+    Ok(buf
+        .to_host()?
+        .chunks_exact(4)
+        .map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+        .collect())
 }
 
 /// The benchmark on one rank (at least 2 ranks: send/recv goes from rank 0 to rank 1); rank 0
