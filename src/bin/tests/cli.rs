@@ -23,6 +23,7 @@
 //! | `comm_env_sizes_take_suffixes`          | `ZIPCOLL_BUFFER_BYTES=128K`            | accepted, the check passes                      |
 //! | `comm_check_quick_reports_progress`     | `check --quick` narrowed by filters     | the plan line, a progress line per collective, exit 0 |
 //! | `bench_codec_usage_is_checked_first`    | `zipcoll-bench codec` with bad values  | exit 2 (usage) before it looks for a GPU        |
+//! | `perf_on_sim_sweeps_and_checks`         | `zipcoll-perf` on 3 thread ranks: all_reduce over 2 sizes, reduce to root 2 (f32 max, ExpAns), sendrecv as JSON | exit 0, a row per size with nccl-tests' columns and #wrong 0; bad flags exit 2 |
 
 use safetensors::tensor::TensorView;
 use safetensors::Dtype;
@@ -371,6 +372,7 @@ fn every_tool_has_version_and_exit_statuses() {
         (env!("CARGO_BIN_EXE_zipcoll"), "zipcoll"),
         (env!("CARGO_BIN_EXE_zipcoll-comm"), "zipcoll-comm"),
         (env!("CARGO_BIN_EXE_zipcoll-bench"), "zipcoll-bench"),
+        (env!("CARGO_BIN_EXE_zipcoll-perf"), "zipcoll-perf"),
     ] {
         let version = success(&tool(exe, &["--version"], &[]));
         assert_eq!(version.trim(), format!("{name} {}", env!("CARGO_PKG_VERSION")));
@@ -635,4 +637,71 @@ fn bench_codec_usage_is_checked_first() {
     for (args, message) in cases {
         fails_with(&tool(bench, args, &[]), 2, message);
     }
+}
+
+/// Runs `zipcoll-perf` with `args` on 3 of the simulator's thread ranks, one warm-up call and one
+/// timed call per size.
+fn perf(args: &[&str]) -> Output {
+    let mut all = args.to_vec();
+    all.extend_from_slice(&["--transport", "sim", "--ranks", "3", "-n", "1", "-w", "1"]);
+    tool(env!("CARGO_BIN_EXE_zipcoll-perf"), &all, &[])
+}
+
+#[test]
+fn perf_on_sim_sweeps_and_checks() {
+    let stdout = success(&perf(&["all_reduce", "-b", "4K", "-e", "16K", "-f", "4"]));
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    for (row, (size, count)) in rows.iter().zip([(4096, 2048), (16384, 8192)]) {
+        // size, count, type, redop, root, time, algbw, busbw, #wrong, codec
+        assert_eq!(row.len(), 10, "{stdout}");
+        assert_eq!((row[0].parse::<u64>(), row[1].parse::<u64>()), (Ok(size), Ok(count)));
+        assert_eq!((row[2], row[3], row[4], row[8]), ("bf16", "sum", "-1", "0"), "{stdout}");
+        assert!(row[5].parse::<f64>().is_ok_and(|t| t > 0.0), "{stdout}");
+    }
+    let stdout = success(&perf(&[
+        "reduce",
+        "-b",
+        "6K",
+        "-e",
+        "6K",
+        "-r",
+        "2",
+        "-d",
+        "f32",
+        "-o",
+        "max",
+        "--compression",
+        "expans",
+    ]));
+    let row = stdout.lines().find(|l| !l.starts_with('#')).expect("a row");
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        (cols[1], cols[2], cols[3], cols[4]),
+        ("1536", "f32", "max", "2"),
+        "{stdout}"
+    );
+    assert_eq!((cols[8], cols[9]), ("0", "expans"), "{stdout}");
+    let stdout = success(&perf(&["sendrecv", "-b", "8K", "-e", "8K", "-c", "1", "--json"]));
+    let line = stdout.trim();
+    for field in [
+        "\"coll\":\"Sendrecv\"",
+        "\"ranks\":3",
+        "\"size\":8192",
+        "\"count\":4096",
+        "\"wrong\":0",
+    ] {
+        assert!(line.contains(field), "{field} in {line}");
+    }
+    fails_with(&perf(&["all_reduce", "-f", "1"]), 2, "--stepfactor");
+    fails_with(
+        &perf(&["reduce", "-b", "4K", "-e", "4K", "-r", "3"]),
+        2,
+        "--root 3 of 3 ranks",
+    );
+    fails_with(&perf(&["all_reduce", "-d", "int8"]), 2, "unknown datatype");
 }

@@ -1,0 +1,518 @@
+//! zipcoll-perf: nccl-tests' `*_perf` for zipcoll. One collective swept over sizes, a line per
+//! size with nccl-tests' columns and the codec each call sends with:
+//!
+//! ```sh
+//! zipcoll-perf all_reduce -b 1M -e 1G -f 2 -d bf16 -o sum -n 20 -w 5 -c 1     # one process per GPU
+//! zipcoll-perf sendrecv -b 64K -e 16M --transport sim --ranks 4                 # simulator threads
+//! zipcoll-perf all_gather -b 64M -e 64M --compression expans --json
+//! ```
+//!
+//! | column      | meaning                                                                  |
+//! |-------------|--------------------------------------------------------------------------|
+//! | size        | bytes, as nccl-tests counts them (all_gather: the gathered output; reduce_scatter: the input; others: one rank's buffer) |
+//! | count       | the call's `count` argument                                              |
+//! | type, redop, root | the call's                                                         |
+//! | time        | microseconds per call: `-n` calls enqueued back to back after `-w` warm-up calls, synchronized once, on the slowest rank |
+//! | algbw       | size / time (GB/s, 10^9 bytes)                                           |
+//! | busbw       | algbw x nccl-tests' factor: all_reduce 2(k-1)/k, all_gather, reduce_scatter and all_to_all (k-1)/k, the others 1 |
+//! | #wrong      | with `-c 1`: elements that differ from the scalar reference of the same reduction order (zipcoll is bit-exact, so any is a failure), summed over ranks; `N/A` with `-c 0` |
+//! | codec       | what rank 0's calls send: the forced codec, `raw` with compression off, or Auto's pick for this size and data (`Communicator::auto_plan`) |
+//!
+//! The ranks are as `zipcoll-comm`'s: one child process per rank on GPUs (`--ranks`, default
+//! one per GPU and at least 2), simulator threads without a GPU or with `--transport sim`.
+//! Every rank's input is `zipcoll::testdata::normal` of its own seed, so each rank can compute
+//! the reference. `sendrecv` is nccl-tests' ring shift: each rank sends to the next and
+//! receives from the previous one, in one group. Not yet here (issue 14): the wire ratio, real
+//! tensors (`--data`), plots and NCCL in the same invocation, the coding breakdown.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use clap::{Parser, ValueEnum};
+use common::{say, Fail};
+use std::time::Instant;
+use zipcoll::comm::launch::{child_communicator, spawn_ranks};
+use zipcoll::comm::{run_sim, Communicator, Compression, Config, Data, DeviceBuffer, Lossless, Options, TransportKind};
+use zipcoll::reference::{collective, CollRef};
+use zipcoll::{testdata, units, DType, Error, ReduceOp};
+
+#[derive(Parser, Debug)]
+#[command(name = "zipcoll-perf", version, about = "Sweeps one collective over sizes, as nccl-tests' *_perf do", after_help = common::EXIT_STATUSES)]
+struct Cli {
+    /// The collective.
+    #[arg(value_enum)]
+    coll: Coll,
+    /// The smallest size in bytes (`64K`, `1M`: powers of 1024).
+    #[arg(short = 'b', long = "minbytes", default_value = "32M", value_parser = parse_bytes)]
+    min: u64,
+    /// The largest size in bytes.
+    #[arg(short = 'e', long = "maxbytes", default_value = "32M", value_parser = parse_bytes)]
+    max: u64,
+    /// The factor from one size to the next (at least 2).
+    #[arg(short = 'f', long = "stepfactor", default_value_t = 2, value_parser = clap::value_parser!(u64).range(2..))]
+    factor: u64,
+    /// The element type: bf16, f16, f32, f8e4m3, f8e5m2.
+    #[arg(short = 'd', long = "datatype", default_value = "bf16", value_parser = parse_dtype)]
+    dtype: DType,
+    /// The reduction: sum, prod, min, max, avg (all_reduce, reduce_scatter, reduce).
+    #[arg(short = 'o', long = "op", default_value = "sum", value_parser = parse_op)]
+    op: ReduceOp,
+    /// The root of reduce and broadcast.
+    #[arg(short = 'r', long, default_value_t = 0)]
+    root: usize,
+    /// Timed calls per size, at least 1.
+    #[arg(short = 'n', long = "iters", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    iters: u32,
+    /// Warm-up calls per size.
+    #[arg(short = 'w', long = "warmup_iters", default_value_t = 5)]
+    warmup: u32,
+    /// 1: check every rank's output against the reference (#wrong); 0: do not.
+    #[arg(short = 'c', long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
+    check: u8,
+    /// Ranks (at least 2); default one per GPU (at least 2), 4 on the simulator.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(2..))]
+    ranks: Option<u16>,
+    /// Compression: off, auto, or a codec name (expans, expwindow, fixedlen, huffman).
+    #[arg(long, default_value = "auto", value_parser = parse_compression)]
+    compression: Compression,
+    /// Transport: auto, p2p, net, sim (simulator threads).
+    #[arg(long, default_value = "auto", value_parser = parse_transport)]
+    transport: TransportKind,
+    /// One JSON object per size instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The collectives, by nccl-tests' names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+enum Coll {
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    AllToAll,
+    Broadcast,
+    Reduce,
+    Sendrecv,
+}
+
+impl Coll {
+    /// nccl-tests' bus bandwidth factor for `k` ranks.
+    fn bus_factor(self, k: usize) -> f64 {
+        let k = k as f64;
+        match self {
+            Coll::AllReduce => 2.0 * (k - 1.0) / k,
+            Coll::AllGather | Coll::ReduceScatter | Coll::AllToAll => (k - 1.0) / k,
+            Coll::Broadcast | Coll::Reduce | Coll::Sendrecv => 1.0,
+        }
+    }
+
+    /// Whether the operator applies.
+    fn reduces(self) -> bool {
+        matches!(self, Coll::AllReduce | Coll::ReduceScatter | Coll::Reduce)
+    }
+}
+
+/// One size's buffers, in elements: the call's `count`, and each rank's input and output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Shape {
+    count: usize,
+    input: usize,
+    output: usize,
+}
+
+/// The shape of `size` bytes of `coll` on `k` ranks (nccl-tests' conventions, see the module
+/// table), rounded down to whole elements on every rank.
+fn shape(coll: Coll, size: u64, elem: usize, k: usize) -> Shape {
+    let elems = (size as usize) / elem;
+    match coll {
+        Coll::AllGather => {
+            let count = elems / k;
+            Shape {
+                count,
+                input: count,
+                output: count * k,
+            }
+        }
+        Coll::ReduceScatter => {
+            let count = elems / k;
+            Shape {
+                count,
+                input: count * k,
+                output: count,
+            }
+        }
+        Coll::AllToAll => {
+            let count = elems / k;
+            Shape {
+                count,
+                input: count * k,
+                output: count * k,
+            }
+        }
+        _ => Shape {
+            count: elems,
+            input: elems,
+            output: elems,
+        },
+    }
+}
+
+/// The sizes from `min` to `max`, each `factor` times the last.
+fn sizes(min: u64, max: u64, factor: u64) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut s = min.max(1);
+    while s <= max {
+        out.push(s);
+        match s.checked_mul(factor) {
+            Some(next) => s = next,
+            None => break,
+        }
+    }
+    out
+}
+
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    units::parse_size(s).map_err(|e| e.to_string())
+}
+
+/// The one of `all` whose name (its `Debug`, lowercased) is `s`, else an error listing them.
+fn by_name<T: Copy + std::fmt::Debug>(all: &[T], s: &str, what: &str) -> Result<T, String> {
+    let name = |x: &T| format!("{x:?}").to_ascii_lowercase();
+    let want = s.trim().to_ascii_lowercase();
+    all.iter().copied().find(|x| name(x) == want).ok_or_else(|| {
+        let names: Vec<String> = all.iter().map(name).collect();
+        format!("unknown {what} {s:?}: {}", names.join(", "))
+    })
+}
+
+fn parse_dtype(s: &str) -> Result<DType, String> {
+    by_name(&DType::ALL, s, "datatype")
+}
+
+fn parse_op(s: &str) -> Result<ReduceOp, String> {
+    by_name(&ReduceOp::ALL, s, "op")
+}
+
+fn parse_compression(s: &str) -> Result<Compression, String> {
+    s.parse().map_err(|e: Error| e.to_string())
+}
+
+fn parse_transport(s: &str) -> Result<TransportKind, String> {
+    s.parse().map_err(|e: Error| e.to_string())
+}
+
+/// One size's result on this rank.
+struct Row {
+    size: u64,
+    shape: Shape,
+    seconds: f64,
+    wrong: Option<u64>,
+    codec: String,
+}
+
+/// Every rank's result for `cli`'s sweep; rank 0 prints it.
+fn on_rank(comm: Communicator, cli: &Cli) -> Result<bool, Error> {
+    let (rank, k) = (comm.rank(), comm.nranks());
+    if cli.root >= k {
+        return Err(Error::InvalidArgument(format!("--root {} of {k} ranks", cli.root)));
+    }
+    let elem = cli.dtype.size_bytes();
+    let mut clean = true;
+    if rank == 0 && !cli.json {
+        say!(
+            "# zipcoll-perf {:?}: {k} ranks over {:?}, compression {:?}, {} calls after {} warm-up",
+            cli.coll,
+            comm.transport(),
+            cli.compression,
+            cli.iters,
+            cli.warmup
+        );
+        say!(
+            "# {:>12} {:>12} {:>7} {:>6} {:>5} {:>11} {:>9} {:>9} {:>7} {:>10}",
+            "size",
+            "count",
+            "type",
+            "redop",
+            "root",
+            "time (us)",
+            "algbw",
+            "busbw",
+            "#wrong",
+            "codec"
+        );
+    }
+    for size in sizes(cli.min, cli.max, cli.factor) {
+        let shape = shape(cli.coll, size, elem, k);
+        let row = one_size(&comm, cli, size, shape)?;
+        clean &= row.wrong.unwrap_or(0) == 0;
+        if rank == 0 {
+            report(cli, k, &row);
+        }
+    }
+    Ok(clean)
+}
+
+/// Times (and checks) one size.
+fn one_size(comm: &Communicator, cli: &Cli, size: u64, shape: Shape) -> Result<Row, Error> {
+    let (rank, k, elem) = (comm.rank(), comm.nranks(), cli.dtype.size_bytes());
+    let input = |r: usize| testdata::normal(cli.dtype, shape.input, 1000 + r as u64);
+    let mut src = comm.alloc((shape.input * elem).max(1))?;
+    src.copy_from_host(&input(rank))?;
+    let mut dst = comm.alloc((shape.output * elem).max(1))?;
+    let opts = Options {
+        compression: Some(cli.compression),
+        ..Options::default()
+    };
+    let codec = match cli.compression {
+        Compression::Off => "raw".to_owned(),
+        Compression::Lossless(Lossless::Force(c)) => format!("{c:?}").to_ascii_lowercase(),
+        Compression::Lossless(Lossless::Auto) if shape.count > 0 => {
+            let plan = comm.auto_plan(&src, shape.count, cli.dtype)?;
+            format!("{:?}", plan.codec()).to_ascii_lowercase()
+        }
+        Compression::Lossless(Lossless::Auto) => "raw".to_owned(),
+    };
+    for _ in 0..cli.warmup {
+        call(comm, cli, shape, &src, &mut dst, opts)?;
+    }
+    comm.synchronize()?;
+    comm.barrier()?;
+    let start = Instant::now();
+    for _ in 0..cli.iters {
+        call(comm, cli, shape, &src, &mut dst, opts)?;
+    }
+    comm.synchronize()?;
+    let mine = start.elapsed().as_secs_f64() / f64::from(cli.iters);
+    let seconds = across_ranks(comm, mine, ReduceOp::Max)?;
+    let wrong = match cli.check {
+        0 => None,
+        _ => {
+            let inputs: Vec<Vec<u8>> = (0..k).map(input).collect();
+            let got = dst.to_host()?;
+            let here = wrong_here(comm, cli, shape, &inputs, &got[..shape.output * elem])?;
+            Some(across_ranks(comm, here as f64, ReduceOp::Sum)? as u64)
+        }
+    };
+    Ok(Row {
+        size,
+        shape,
+        seconds,
+        wrong,
+        codec,
+    })
+}
+
+/// One call of `cli.coll` from `src` into `dst`.
+fn call(
+    comm: &Communicator,
+    cli: &Cli,
+    shape: Shape,
+    src: &DeviceBuffer,
+    dst: &mut DeviceBuffer,
+    opts: Options,
+) -> Result<(), Error> {
+    let (rank, k) = (comm.rank(), comm.nranks());
+    let (count, dtype, op, root) = (shape.count, cli.dtype, cli.op, cli.root);
+    match cli.coll {
+        Coll::AllReduce => comm.all_reduce(Data::OutOfPlace { src, dst }, count, dtype, op, opts),
+        Coll::AllGather => comm.all_gather(Data::OutOfPlace { src, dst }, count, dtype, opts),
+        Coll::ReduceScatter => comm.reduce_scatter(Data::OutOfPlace { src, dst }, count, dtype, op, opts),
+        Coll::AllToAll => comm.all_to_all(Data::OutOfPlace { src, dst }, count, dtype, opts),
+        Coll::Broadcast if rank == root => comm.broadcast(Data::OutOfPlace { src, dst }, count, dtype, root, opts),
+        Coll::Broadcast => comm.broadcast(Data::Output(dst), count, dtype, root, opts),
+        Coll::Reduce if rank == root => comm.reduce(Data::OutOfPlace { src, dst }, count, dtype, op, root, opts),
+        Coll::Reduce => comm.reduce(Data::Input(src), count, dtype, op, root, opts),
+        Coll::Sendrecv => {
+            let mut g = comm.group();
+            g.send(src, count, dtype, (rank + 1) % k)?;
+            g.recv(dst, count, dtype, (rank + k - 1) % k)?;
+            g.launch(opts)
+        }
+    }
+}
+
+/// Elements of this rank's output `got` that differ from the reference (0 where this rank has
+/// no output: a reduce's non-root).
+fn wrong_here(comm: &Communicator, cli: &Cli, shape: Shape, inputs: &[Vec<u8>], got: &[u8]) -> Result<usize, Error> {
+    let (rank, k, elem) = (comm.rank(), comm.nranks(), cli.dtype.size_bytes());
+    let reference = |c| collective(c, cli.dtype, cli.op, inputs);
+    let want = match cli.coll {
+        Coll::AllReduce => reference(CollRef::RingAllReduce {
+            frame_elems: comm.frame_elems(cli.dtype, shape.count),
+        })?,
+        Coll::AllGather => reference(CollRef::AllGather)?,
+        Coll::ReduceScatter => reference(CollRef::ReduceScatter { rank })?,
+        Coll::AllToAll => reference(CollRef::AllToAll { rank })?,
+        Coll::Broadcast => reference(CollRef::Broadcast { root: cli.root })?,
+        Coll::Reduce if rank == cli.root => reference(CollRef::Reduce { root: cli.root })?,
+        Coll::Reduce => return Ok(0),
+        Coll::Sendrecv => inputs[(rank + k - 1) % k].clone(),
+    };
+    if want.len() != got.len() {
+        return Ok(shape.output);
+    }
+    Ok(want
+        .chunks_exact(elem)
+        .zip(got.chunks_exact(elem))
+        .filter(|(a, b)| a != b)
+        .count())
+}
+
+/// `x` combined over every rank by `op` (an f32 all_reduce of the communicator itself, with
+/// compression off: exact for counts below 2^24).
+fn across_ranks(comm: &Communicator, x: f64, op: ReduceOp) -> Result<f64, Error> {
+    let mut buf = comm.alloc(4)?;
+    buf.copy_from_host(&(x as f32).to_le_bytes())?;
+    let off = Options {
+        compression: Some(Compression::Off),
+        ..Options::default()
+    };
+    comm.all_reduce(Data::InPlace(&mut buf), 1, DType::F32, op, off)?;
+    comm.synchronize()?;
+    let b = buf.to_host()?;
+    Ok(f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+}
+
+/// Rank 0's line (or JSON object) for `row`.
+fn report(cli: &Cli, k: usize, row: &Row) {
+    let bytes = row.size as f64;
+    let algbw = if row.seconds > 0.0 {
+        bytes / row.seconds / 1e9
+    } else {
+        0.0
+    };
+    let busbw = algbw * cli.coll.bus_factor(k);
+    let dtype = format!("{:?}", cli.dtype).to_ascii_lowercase();
+    let (redop, root) = match cli.coll {
+        c if c.reduces() => (format!("{:?}", cli.op).to_ascii_lowercase(), "-1".to_owned()),
+        _ => ("none".to_owned(), "-1".to_owned()),
+    };
+    let root = if matches!(cli.coll, Coll::Broadcast | Coll::Reduce) {
+        cli.root.to_string()
+    } else {
+        root
+    };
+    let wrong = row.wrong.map_or_else(|| "N/A".to_owned(), |w| w.to_string());
+    if cli.json {
+        say!(
+            "{{\"coll\":\"{:?}\",\"ranks\":{k},\"size\":{},\"count\":{},\"type\":\"{dtype}\",\"redop\":\"{redop}\",\"root\":{root},\"time_us\":{:.3},\"algbw_gbps\":{algbw:.4},\"busbw_gbps\":{busbw:.4},\"wrong\":{},\"codec\":\"{}\"}}",
+            cli.coll,
+            row.size,
+            row.shape.count,
+            row.seconds * 1e6,
+            row.wrong.map_or_else(|| "null".to_owned(), |w| w.to_string()),
+            row.codec
+        );
+    } else {
+        say!(
+            "  {:>12} {:>12} {:>7} {:>6} {:>5} {:>11.2} {:>9.2} {:>9.2} {:>7} {:>10}",
+            row.size,
+            row.shape.count,
+            dtype,
+            redop,
+            root,
+            row.seconds * 1e6,
+            algbw,
+            busbw,
+            wrong,
+            row.codec
+        );
+    }
+}
+
+fn config(cli: &Cli, base: Config) -> Result<Config, Error> {
+    let mut c = base.with_env()?;
+    c.compression = cli.compression;
+    if cli.transport != TransportKind::Auto {
+        c.transport = cli.transport;
+    }
+    Ok(c)
+}
+
+fn run(cli: &Cli) -> Result<(), Fail> {
+    let failed = || Fail::Check("an output differs from the reference (#wrong above)".into());
+    if let Some(comm) = child_communicator(config(cli, Config::gpu())?)? {
+        return match on_rank(comm, cli)? {
+            true => Ok(()),
+            false => Err(failed()),
+        };
+    }
+    config(cli, Config::sim())?;
+    let ranks = cli.ranks.map(usize::from);
+    if zipcoll::cuda::is_available() && cli.transport != TransportKind::Sim {
+        let nranks = ranks.unwrap_or(zipcoll::cuda::device_count()?.max(2));
+        return match spawn_ranks(nranks)? {
+            0 => Ok(()),
+            1 => Err(failed()),
+            2 => Err(Fail::Usage("a rank refused its arguments (above)".into())),
+            code => Err(Fail::Runtime(format!("a rank failed with exit status {code} (above)"))),
+        };
+    }
+    let oks = run_sim(ranks.unwrap_or(4), config(cli, Config::sim())?, |comm| {
+        on_rank(comm, cli)
+    })?;
+    match oks.into_iter().all(|ok| ok) {
+        true => Ok(()),
+        false => Err(failed()),
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    common::exit(run(&Cli::parse()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_follow_nccl_tests() {
+        let s = |c| shape(c, 1 << 20, 2, 4);
+        assert_eq!(
+            s(Coll::AllReduce),
+            Shape {
+                count: 1 << 19,
+                input: 1 << 19,
+                output: 1 << 19
+            }
+        );
+        assert_eq!(
+            s(Coll::AllGather),
+            Shape {
+                count: 1 << 17,
+                input: 1 << 17,
+                output: 1 << 19
+            }
+        );
+        assert_eq!(
+            s(Coll::ReduceScatter),
+            Shape {
+                count: 1 << 17,
+                input: 1 << 19,
+                output: 1 << 17
+            }
+        );
+        assert_eq!(
+            s(Coll::AllToAll),
+            Shape {
+                count: 1 << 17,
+                input: 1 << 19,
+                output: 1 << 19
+            }
+        );
+        // rounded down to whole elements on every rank
+        assert_eq!(shape(Coll::AllGather, 1001, 2, 3).count, 166);
+        assert_eq!(Coll::AllReduce.bus_factor(4), 1.5);
+        assert_eq!(Coll::AllGather.bus_factor(4), 0.75);
+        assert_eq!(Coll::Sendrecv.bus_factor(8), 1.0);
+    }
+
+    #[test]
+    fn sizes_step_by_the_factor_up_to_the_largest() {
+        assert_eq!(sizes(1 << 10, 1 << 13, 2), vec![1024, 2048, 4096, 8192]);
+        assert_eq!(sizes(1000, 5000, 4), vec![1000, 4000]);
+        assert_eq!(sizes(5, 4, 2), Vec::<u64>::new());
+        assert_eq!(sizes(u64::MAX / 2 + 1, u64::MAX, 2), vec![u64::MAX / 2 + 1]);
+    }
+}
