@@ -34,8 +34,9 @@
 //! received (if any) is exactly a RAW frame of the chunk, and `src` / `dst` are 16-byte aligned,
 //! the step computes, copies and sends the value in one vectorized pass that also checks the
 //! received payload's checksum (a step that combines into `dst` checks in a pass of its own
-//! first; a trusted channel, `ChannelDesc::trusted`, checks neither way), writing the frame itself (byte-identical to the codec's RAW frame) and publishing
-//! nothing of a rejected one: no staging buffer, no scalar passes. Anything else (coded frames, odd
+//! first; a trusted channel, `ChannelDesc::trusted`, checks neither way), writing the frame
+//! itself (byte-identical to the codec's RAW frame) and publishing nothing of a rejected one:
+//! no staging buffer, no scalar passes. Anything else (coded frames, odd
 //! alignment, a frame that is not what the step expects) takes the general path above.
 //!
 //! A channel is driven by one team ([`Team`]): a warp, or a whole thread block. The RAW fast path

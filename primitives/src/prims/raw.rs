@@ -11,10 +11,11 @@
 //! On a trusted channel ([`crate::conn::ChannelDesc::trusted`]: P2P) there is no check pass
 //! and the main pass takes no checksum of what it received: the payload is used as delivered
 //! (ARCHITECTURE.md, "RAW over P2P"). Elsewhere a received payload that does not match its
-//! checksum is an error before anything is published: the frame written to the send slot is not posted, and `dst` holds at most a copy
-//! of the rejected data (steps that combine into `dst` check first), as the general path's
-//! contract allows. The step is moved by the channel's team (a warp or a block, [`Team`]):
-//! thread `r` of a team of `size` moves 16-byte vectors `r, r + size, ..`, [`unroll`] of them
+//! checksum is an error before anything is published: the frame written to the send slot is
+//! not posted, and `dst` holds at most a copy of the rejected data (steps that combine into
+//! `dst` check first), as the general path's contract allows. The step is moved by the
+//! channel's team (a warp or a block, [`Team`]): thread `r` of a team of `size` moves 16-byte
+//! vectors `r, r + size, ..`, [`unroll`] of them
 //! loaded before any is used, so the team keeps `unroll x size x 16` bytes of loads in flight;
 //! the last `bytes % 16` bytes (at most 4 words) go word by word, element by element, on
 //! threads 0..4. The frames
