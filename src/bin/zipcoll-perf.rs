@@ -20,16 +20,22 @@
 //!
 //! The ranks are as `zipcoll-comm`'s: one child process per rank on GPUs (`--ranks`, default
 //! one per GPU and at least 2), simulator threads without a GPU or with `--transport sim`.
-//! Every rank's input is `zipcoll::testdata::normal` of its own seed, so each rank can compute
-//! the reference. `sendrecv` is nccl-tests' ring shift: each rank sends to the next and
-//! receives from the previous one, in one group. Not yet here (issue 14): the wire ratio, real
-//! tensors (`--data`), plots and NCCL in the same invocation, the coding breakdown.
+//! Every rank's input is `zipcoll::testdata::normal` of its own seed (`--data normal`), or
+//! real data (`--data file:PATH`: raw little-endian elements of `-d`, or a `.safetensors` file
+//! whose tensors of `-d` are taken in file order): rank `r` reads it from `r / k` of the way in,
+//! wrapping around, so that ranks hold different parts. Either way each rank can compute every
+//! rank's input, and so the reference. `sendrecv` is nccl-tests' ring shift: each rank sends to the next and
+//! receives from the previous one, in one group. Not yet here (issue 14): the wire ratio, plots
+//! and NCCL in the same invocation, the coding breakdown.
 
 #[path = "common/mod.rs"]
 mod common;
+#[path = "zipcoll/input.rs"]
+mod input;
 
 use clap::{Parser, ValueEnum};
 use common::{say, Fail};
+use std::path::PathBuf;
 use std::time::Instant;
 use zipcoll::comm::launch::{child_communicator, spawn_ranks};
 use zipcoll::comm::{run_sim, Communicator, Compression, Config, Data, DeviceBuffer, Lossless, Options, TransportKind};
@@ -52,7 +58,7 @@ struct Cli {
     #[arg(short = 'f', long = "stepfactor", default_value_t = 2, value_parser = clap::value_parser!(u64).range(2..))]
     factor: u64,
     /// The element type: bf16, f16, f32, f8e4m3, f8e5m2.
-    #[arg(short = 'd', long = "datatype", default_value = "bf16", value_parser = parse_dtype)]
+    #[arg(short = 'd', long = "datatype", default_value = "bf16", value_parser = input::parse_dtype)]
     dtype: DType,
     /// The reduction: sum, prod, min, max, avg (all_reduce, reduce_scatter, reduce).
     #[arg(short = 'o', long = "op", default_value = "sum", value_parser = parse_op)]
@@ -81,6 +87,75 @@ struct Cli {
     /// One JSON object per size instead of the table.
     #[arg(long)]
     json: bool,
+    /// The inputs: `normal` (N(0,1) of each rank's seed) or `file:PATH` (a raw file of `-d`
+    /// elements, or a `.safetensors` file's tensors of `-d`).
+    #[arg(long, default_value = "normal", value_parser = parse_data)]
+    data: Source,
+}
+
+/// Where the ranks' inputs come from (see the module docs).
+#[derive(Clone, Debug)]
+enum Source {
+    Normal,
+    File(PathBuf),
+}
+
+fn parse_data(s: &str) -> Result<Source, String> {
+    match s.split_once(':') {
+        _ if s == "normal" => Ok(Source::Normal),
+        Some(("file", path)) if !path.is_empty() => Ok(Source::File(PathBuf::from(path))),
+        _ => Err(format!("{s:?}: expected normal or file:PATH")),
+    }
+}
+
+/// The elements every rank's input is cut from, and what they are.
+struct Pool {
+    bytes: Vec<u8>,
+    about: String,
+}
+
+impl Pool {
+    /// The pool of `cli.data` (`None` for `normal`), read once per process before the ranks
+    /// start.
+    fn load(cli: &Cli) -> Result<Option<Pool>, Fail> {
+        let Source::File(path) = &cli.data else {
+            return Ok(None);
+        };
+        let file = input::read(path, Some(cli.dtype))?;
+        let tensors: Vec<&input::Tensor> = file.tensors.iter().filter(|t| t.dtype == cli.dtype).collect();
+        let bytes: Vec<u8> = tensors.iter().flat_map(|t| file.data(t).iter().copied()).collect();
+        if bytes.is_empty() {
+            return Err(Fail::Usage(format!(
+                "{}: no {} elements in it",
+                path.display(),
+                input::dtype_name(cli.dtype)
+            )));
+        }
+        let names: Vec<&str> = tensors.iter().take(3).map(|t| t.name.as_str()).collect();
+        let about = format!(
+            "{} ({}, {} elements of {} tensor(s): {}{}; {} skipped)",
+            path.display(),
+            file.format,
+            bytes.len() / cli.dtype.size_bytes(),
+            tensors.len(),
+            names.join(", "),
+            if tensors.len() > 3 { ", ..." } else { "" },
+            file.skipped.len()
+        );
+        Ok(Some(Pool { bytes, about }))
+    }
+
+    /// `n` elements for rank `rank` of `k`: from `rank / k` of the way in, wrapping around.
+    fn input(&self, elem: usize, n: usize, rank: usize, k: usize) -> Vec<u8> {
+        let elems = self.bytes.len() / elem;
+        let start = rank * elems / k;
+        (0..n)
+            .flat_map(|i| {
+                let at = (start + i) % elems * elem;
+                self.bytes[at..at + elem].iter().copied()
+            })
+            .collect()
+    }
 }
 
 /// The collectives, by nccl-tests' names.
@@ -176,22 +251,12 @@ fn parse_bytes(s: &str) -> Result<u64, String> {
     units::parse_size(s).map_err(|e| e.to_string())
 }
 
-/// The one of `all` whose name (its `Debug`, lowercased) is `s`, else an error listing them.
-fn by_name<T: Copy + std::fmt::Debug>(all: &[T], s: &str, what: &str) -> Result<T, String> {
-    let name = |x: &T| format!("{x:?}").to_ascii_lowercase();
-    let want = s.trim().to_ascii_lowercase();
-    all.iter().copied().find(|x| name(x) == want).ok_or_else(|| {
-        let names: Vec<String> = all.iter().map(name).collect();
-        format!("unknown {what} {s:?}: {}", names.join(", "))
-    })
-}
-
-fn parse_dtype(s: &str) -> Result<DType, String> {
-    by_name(&DType::ALL, s, "datatype")
-}
-
 fn parse_op(s: &str) -> Result<ReduceOp, String> {
-    by_name(&ReduceOp::ALL, s, "op")
+    let want = s.trim().to_ascii_lowercase();
+    ReduceOp::ALL
+        .into_iter()
+        .find(|o| format!("{o:?}").to_ascii_lowercase() == want)
+        .ok_or_else(|| format!("unknown op {s:?}: sum, prod, min, max or avg"))
 }
 
 fn parse_compression(s: &str) -> Result<Compression, String> {
@@ -211,8 +276,8 @@ struct Row {
     codec: String,
 }
 
-/// Every rank's result for `cli`'s sweep; rank 0 prints it.
-fn on_rank(comm: Communicator, cli: &Cli) -> Result<bool, Error> {
+/// Every rank's result for `cli`'s sweep on inputs from `pool`; rank 0 prints it.
+fn on_rank(comm: Communicator, cli: &Cli, pool: Option<&Pool>) -> Result<bool, Error> {
     let (rank, k) = (comm.rank(), comm.nranks());
     if cli.root >= k {
         return Err(Error::InvalidArgument(format!("--root {} of {k} ranks", cli.root)));
@@ -221,12 +286,13 @@ fn on_rank(comm: Communicator, cli: &Cli) -> Result<bool, Error> {
     let mut clean = true;
     if rank == 0 && !cli.json {
         say!(
-            "# zipcoll-perf {:?}: {k} ranks over {:?}, compression {:?}, {} calls after {} warm-up",
+            "# zipcoll-perf {:?}: {k} ranks over {:?}, compression {:?}, {} calls after {} warm-up, data {}",
             cli.coll,
             comm.transport(),
             cli.compression,
             cli.iters,
-            cli.warmup
+            cli.warmup,
+            pool.map_or("N(0,1)", |p| p.about.as_str())
         );
         say!(
             "# {:>12} {:>12} {:>7} {:>6} {:>5} {:>11} {:>9} {:>9} {:>7} {:>10}",
@@ -244,7 +310,7 @@ fn on_rank(comm: Communicator, cli: &Cli) -> Result<bool, Error> {
     }
     for size in sizes(cli.min, cli.max, cli.factor) {
         let shape = shape(cli.coll, size, elem, k);
-        let row = one_size(&comm, cli, size, shape)?;
+        let row = one_size(&comm, cli, pool, size, shape)?;
         clean &= row.wrong.unwrap_or(0) == 0;
         if rank == 0 {
             report(cli, k, &row);
@@ -254,9 +320,12 @@ fn on_rank(comm: Communicator, cli: &Cli) -> Result<bool, Error> {
 }
 
 /// Times (and checks) one size.
-fn one_size(comm: &Communicator, cli: &Cli, size: u64, shape: Shape) -> Result<Row, Error> {
+fn one_size(comm: &Communicator, cli: &Cli, pool: Option<&Pool>, size: u64, shape: Shape) -> Result<Row, Error> {
     let (rank, k, elem) = (comm.rank(), comm.nranks(), cli.dtype.size_bytes());
-    let input = |r: usize| testdata::normal(cli.dtype, shape.input, 1000 + r as u64);
+    let input = |r: usize| match pool {
+        Some(p) => p.input(elem, shape.input, r, k),
+        None => testdata::normal(cli.dtype, shape.input, 1000 + r as u64),
+    };
     let mut src = comm.alloc((shape.input * elem).max(1))?;
     src.copy_from_host(&input(rank))?;
     let mut dst = comm.alloc((shape.output * elem).max(1))?;
@@ -383,7 +452,7 @@ fn report(cli: &Cli, k: usize, row: &Row) {
         0.0
     };
     let busbw = algbw * cli.coll.bus_factor(k);
-    let dtype = format!("{:?}", cli.dtype).to_ascii_lowercase();
+    let dtype = input::dtype_name(cli.dtype);
     let (redop, root) = match cli.coll {
         c if c.reduces() => (format!("{:?}", cli.op).to_ascii_lowercase(), "-1".to_owned()),
         _ => ("none".to_owned(), "-1".to_owned()),
@@ -432,8 +501,9 @@ fn config(cli: &Cli, base: Config) -> Result<Config, Error> {
 
 fn run(cli: &Cli) -> Result<(), Fail> {
     let failed = || Fail::Check("an output differs from the reference (#wrong above)".into());
+    let pool = Pool::load(cli)?;
     if let Some(comm) = child_communicator(config(cli, Config::gpu())?)? {
-        return match on_rank(comm, cli)? {
+        return match on_rank(comm, cli, pool.as_ref())? {
             true => Ok(()),
             false => Err(failed()),
         };
@@ -450,7 +520,7 @@ fn run(cli: &Cli) -> Result<(), Fail> {
         };
     }
     let oks = run_sim(ranks.unwrap_or(4), config(cli, Config::sim())?, |comm| {
-        on_rank(comm, cli)
+        on_rank(comm, cli, pool.as_ref())
     })?;
     match oks.into_iter().all(|ok| ok) {
         true => Ok(()),

@@ -23,7 +23,7 @@
 //! | `comm_env_sizes_take_suffixes`          | `ZIPCOLL_BUFFER_BYTES=128K`            | accepted, the check passes                      |
 //! | `comm_check_quick_reports_progress`     | `check --quick` narrowed by filters     | the plan line, a progress line per collective, exit 0 |
 //! | `bench_codec_usage_is_checked_first`    | `zipcoll-bench codec` with bad values  | exit 2 (usage) before it looks for a GPU        |
-//! | `perf_on_sim_sweeps_and_checks`         | `zipcoll-perf` on 3 thread ranks: all_reduce over 2 sizes, reduce to root 2 (f32 max, ExpAns), sendrecv as JSON | exit 0, a row per size with nccl-tests' columns and #wrong 0; bad flags exit 2 |
+//! | `perf_on_sim_sweeps_and_checks`         | `zipcoll-perf` on 3 thread ranks: all_reduce over 2 sizes, reduce to root 2 (f32 max, ExpAns), sendrecv as JSON, all_gather of a raw bf16 file | exit 0, a row per size with nccl-tests' columns and #wrong 0; bad flags exit 2, a missing file 3 |
 
 use safetensors::tensor::TensorView;
 use safetensors::Dtype;
@@ -703,5 +703,27 @@ fn perf_on_sim_sweeps_and_checks() {
         2,
         "--root 3 of 3 ranks",
     );
-    fails_with(&perf(&["all_reduce", "-d", "int8"]), 2, "unknown datatype");
+    fails_with(&perf(&["all_reduce", "-d", "int8"]), 2, "unknown dtype");
+    // real data: a raw bf16 file, each rank from its own part of it
+    let dir = TempDir::new("perf");
+    let file = dir.path("weights.bf16");
+    std::fs::write(&file, bytes_of::<Bf16>(&normal(5000, 7))).unwrap();
+    let data = format!("file:{}", file.display());
+    let stdout = success(&perf(&["all_gather", "-b", "12K", "-e", "12K", "--data", &data]));
+    assert!(
+        stdout.contains("(raw, 5000 elements of 1 tensor(s): <raw>; 0 skipped)"),
+        "{stdout}"
+    );
+    let row = stdout.lines().find(|l| !l.starts_with('#')).expect("a row");
+    assert_eq!(row.split_whitespace().nth(8), Some("0"), "{stdout}");
+    fails_with(
+        &perf(&["all_reduce", "--data", "file:/nonexistent/x"]),
+        3,
+        "cannot read",
+    );
+    fails_with(
+        &perf(&["all_reduce", "--data", "weights"]),
+        2,
+        "expected normal or file:PATH",
+    );
 }
