@@ -151,8 +151,9 @@ fn the_inputs_hold_special_values() {
 
 /// Channels driven by blocks of 3 warps (a team size that is not a power of two, so vectors
 /// and tail words fall unevenly on threads): every collective, 2..=5 ranks, 1 and 3 parts, in
-/// place and not, bf16 and f32, RAW only (the vectorized path over the whole block, and the
-/// RAW-only general path for unaligned chunks) and ExpAns (coded on the block's first warp).
+/// place and not, bf16 and f32, RAW only (the fast path over the whole block, by vectors, or
+/// by words for chunks that are not 16-byte aligned) and ExpAns (coded on the block's first
+/// warp).
 #[test]
 fn block_channels_match_the_references() {
     let mut g = Rng(15);

@@ -1,6 +1,7 @@
 //! The RAW fast path (`prims::raw`) against the general path's definitions: for every dtype,
 //! a few operators, every flag combination of the primitives, warps of 32 and 64 lanes and
-//! lengths around the vector and unroll boundaries, the values written equal the scalar
+//! lengths around the vector and unroll boundaries, `src` and `dst` aligned for vectors or not,
+//! the values written equal the scalar
 //! `combine(received, pre(src))`, the frame sent is byte-identical to `encode_raw_frame`'s, and
 //! the received payload's checksum is `frame::checksum`'s. Which frames the fast path accepts
 //! (`raw_frame_checksum`) is checked too; end-to-end runs are in the collective sweeps.
@@ -83,6 +84,7 @@ fn check<
     const COPY: bool,
 >(
     n: usize,
+    (src_at, dst_at): (usize, usize),
 ) where
     T::Bits: Sync,
 {
@@ -101,15 +103,18 @@ fn check<
             }
         })
         .collect();
-    // the received frame in an aligned slot, the local input and the output aligned
+    // the received frame in an aligned slot, the local input and the output `src_at` and
+    // `dst_at` elements into aligned buffers
     let frame = raw_frame::<T>(&received);
     let mut slot_in = aligned(frame.len());
     // SAFETY: `slot_in` holds at least `frame.len()` bytes.
     unsafe { std::ptr::copy_nonoverlapping(frame.as_ptr(), slot_in.as_mut_ptr().cast::<u8>(), frame.len()) };
-    let mut src = aligned(n * size);
-    // SAFETY: `src` holds at least `n` elements.
-    unsafe { std::ptr::copy_nonoverlapping(mine.as_ptr(), src.as_mut_ptr().cast::<T::Bits>(), n) };
-    let mut dst = aligned(n * size);
+    let mut src = aligned((src_at + n) * size);
+    let src_ptr = src.as_mut_ptr().cast::<T::Bits>().wrapping_add(src_at);
+    // SAFETY: `src` holds at least `src_at + n` elements.
+    unsafe { std::ptr::copy_nonoverlapping(mine.as_ptr(), src_ptr, n) };
+    let mut dst = aligned((dst_at + n) * size);
+    let dst_ptr = dst.as_mut_ptr().cast::<T::Bits>().wrapping_add(dst_at);
     let mut slot_out = aligned(max_encoded_len::<T>(n));
     let payload = slot_in
         .as_ptr()
@@ -118,16 +123,8 @@ fn check<
         .cast::<T::Bits>();
     let step = Shared(RawStep::<T> {
         recv: if RECV { payload } else { std::ptr::null() },
-        src: if REDUCE || !RECV {
-            src.as_ptr().cast()
-        } else {
-            std::ptr::null()
-        },
-        dst: if COPY {
-            dst.as_mut_ptr().cast()
-        } else {
-            std::ptr::null_mut()
-        },
+        src: if REDUCE || !RECV { src_ptr } else { std::ptr::null() },
+        dst: if COPY { dst_ptr } else { std::ptr::null_mut() },
         send: if SEND {
             slot_out.as_mut_ptr().cast()
         } else {
@@ -138,7 +135,7 @@ fn check<
     });
     let payload = Shared(payload);
     on_warp::<W>(|w| {
-        // SAFETY: every buffer is aligned and holds `n` elements (the slots a whole frame).
+        // SAFETY: every buffer holds `n` elements (the slots a whole frame, aligned).
         unsafe {
             let step = step.as_ref();
             let sum = recv_checksum::<_, T>(w, payload.get(), n);
@@ -151,13 +148,16 @@ fn check<
         }
     });
     let what = format!(
-        "{:?} {:?} flags {RECV} {REDUCE} {SEND} {COPY}, {W} lanes, n {n}",
+        "{:?} {:?} flags {RECV} {REDUCE} {SEND} {COPY}, {W} lanes, n {n}, src at {src_at}, dst at {dst_at}",
         T::DTYPE,
         O::OP
     );
+    let (dst_bytes, at) = (bytes_of(&dst), dst_at * size..(dst_at + n) * size);
+    let mut outside = dst_bytes[..at.start].iter().chain(&dst_bytes[at.end..]);
+    assert!(outside.all(|&b| b == 0), "written outside dst: {what}");
     if COPY {
-        // SAFETY: `dst` holds `n` elements.
-        let got = unsafe { std::slice::from_raw_parts(dst.as_ptr().cast::<T::Bits>(), n) };
+        // SAFETY: `dst` holds `dst_at + n` elements.
+        let got = unsafe { std::slice::from_raw_parts(dst_ptr, n) };
         assert_eq!(got, &want[..], "dst: {what}");
     }
     if SEND {
@@ -170,15 +170,21 @@ fn every_flag<const W: u32, T: Split, O: RedOp + Sync>()
 where
     T::Bits: Sync,
 {
+    // aligned for vectors, then `src` and `dst` off by different numbers of elements (words, at
+    // odd bytes for 8-bit dtypes) and one of them aligned
+    let size = T::DTYPE.size_bytes();
+    let shifts = [(0, 0), (1, 3), (4 / size, 0), (0, 16 / size - 1)];
     for n in LENGTHS {
-        check::<W, T, O, false, false, true, false>(n);
-        check::<W, T, O, false, false, true, true>(n);
-        check::<W, T, O, false, false, false, true>(n);
-        check::<W, T, O, true, false, false, true>(n);
-        check::<W, T, O, true, false, true, true>(n);
-        check::<W, T, O, true, true, true, false>(n);
-        check::<W, T, O, true, true, false, true>(n);
-        check::<W, T, O, true, true, true, true>(n);
+        for at in shifts {
+            check::<W, T, O, false, false, true, false>(n, at);
+            check::<W, T, O, false, false, true, true>(n, at);
+            check::<W, T, O, false, false, false, true>(n, at);
+            check::<W, T, O, true, false, false, true>(n, at);
+            check::<W, T, O, true, false, true, true>(n, at);
+            check::<W, T, O, true, true, true, false>(n, at);
+            check::<W, T, O, true, true, false, true>(n, at);
+            check::<W, T, O, true, true, true, true>(n, at);
+        }
     }
 }
 

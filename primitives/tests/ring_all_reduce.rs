@@ -20,10 +20,22 @@ use zipcoll_targets::Lanes;
 
 /// One ring all_reduce work per rank (part 0 of 1) over `inputs` into `outputs`.
 fn ring_works<B>(net: &Net, inputs: &[Vec<B>], outputs: &mut [Vec<B>], frame_elems: usize) -> Vec<WorkDesc> {
-    let n = inputs[0].len();
+    ring_works_at(net, inputs, outputs, frame_elems, 0)
+}
+
+/// [`ring_works`] over the elements from `at` on.
+fn ring_works_at<B>(
+    net: &Net,
+    inputs: &[Vec<B>],
+    outputs: &mut [Vec<B>],
+    frame_elems: usize,
+    at: usize,
+) -> Vec<WorkDesc> {
+    let n = inputs[0].len() - at;
     (0..net.nranks)
         .map(|r| {
-            let (src, dst) = (inputs[r].as_ptr().cast(), outputs[r].as_mut_ptr().cast());
+            let src = inputs[r][at..].as_ptr().cast();
+            let dst = outputs[r][at..].as_mut_ptr().cast();
             net.work(Coll::RingAllReduce, r, 0, 0, src, dst, n, frame_elems)
         })
         .collect()
@@ -55,15 +67,17 @@ fn codec_frames_really_travel() {
 
 /// Rank 0 of a 3-rank ring sends one frame (of `E`) with byte `flip` inverted, then stops; the
 /// others run ring all_reduce. Returns each rank's failure, the frames rank 1 forwarded, and
-/// whether rank 1's output was left untouched.
-fn corrupt_first_frame<E: Compression>(flip: usize, trusted: bool) -> (Vec<Option<Failure>>, u64, bool) {
+/// whether rank 1's output was left untouched. The ranks' buffers start `at` elements into
+/// their vectors (so that an odd `at` puts every chunk at an address that is not 16-byte
+/// aligned).
+fn corrupt_first_frame<E: Compression>(flip: usize, trusted: bool, at: usize) -> (Vec<Option<Failure>>, u64, bool) {
     let (nranks, n) = (3, 3 * FRAME_ELEMS);
     let mut net = Net::new(nranks, 1, SLOT_BYTES);
     net.timeout_ns = 300_000_000;
     net.trusted = trusted;
-    let inputs: Vec<Vec<u16>> = (0..nranks).map(|r| input::<Bf16>(r, n, 0)).collect();
-    let mut outputs = vec![vec![0u16; n]; nranks];
-    let works = ring_works(&net, &inputs, &mut outputs, FRAME_ELEMS);
+    let inputs: Vec<Vec<u16>> = (0..nranks).map(|r| input::<Bf16>(r, n + at, 0)).collect();
+    let mut outputs = vec![vec![0u16; n + at]; nranks];
+    let works = ring_works_at(&net, &inputs, &mut outputs, FRAME_ELEMS, at);
     let shared = sim_net::Shared(&works);
     net.launch(nranks, |w, r| {
         let work = &shared.get()[r];
@@ -73,7 +87,7 @@ fn corrupt_first_frame<E: Compression>(flip: usize, trusted: bool) -> (Vec<Optio
             // SAFETY: as above.
             let mut send = unsafe { SendConn::new(w, ch) };
             let slot = send.wait_slot(w).unwrap();
-            E::encode::<_, Bf16>(w, 0, &inputs[0][..FRAME_ELEMS], slot).unwrap();
+            E::encode::<_, Bf16>(w, 0, &inputs[0][at..at + FRAME_ELEMS], slot).unwrap();
             // every lane: the frame is written; lane 0 flips one byte of it
             w.sync(u64::from(u32::MAX));
             if w.lane_id() == 0 {
@@ -113,35 +127,41 @@ fn rejected(flip: usize, failures: (Vec<Option<Failure>>, u64, bool), want: impl
     assert!(untouched, "flip {flip}: rank 1 wrote to its output");
 }
 
+/// At both alignments of the ranks' buffers: vectors, and words on the RAW fast path.
 #[test]
 fn a_corrupted_frame_is_reported_never_reduced() {
-    let header = |e| matches!(e, FrameError::HeaderChecksum { .. });
-    rejected(9, corrupt_first_frame::<Off>(9, false), header);
-    let payload = |e| matches!(e, FrameError::RawChecksum { .. });
-    rejected(
-        HEADER_BYTES + 5,
-        corrupt_first_frame::<Off>(HEADER_BYTES + 5, false),
-        payload,
-    );
-    let any = |_| true;
-    let last = HEADER_BYTES + 10;
-    rejected(last, corrupt_first_frame::<Force<Huffman>>(last, false), any);
+    for at in [0, 1] {
+        let header = |e| matches!(e, FrameError::HeaderChecksum { .. });
+        rejected(9, corrupt_first_frame::<Off>(9, false, at), header);
+        let payload = |e| matches!(e, FrameError::RawChecksum { .. });
+        let flip = HEADER_BYTES + 5;
+        rejected(flip, corrupt_first_frame::<Off>(flip, false, at), payload);
+        let any = |_| true;
+        let last = HEADER_BYTES + 10;
+        rejected(last, corrupt_first_frame::<Force<Huffman>>(last, false, at), any);
+    }
 }
 
 /// On a trusted channel (P2P's) a frame's header is still validated, but a RAW payload is used
 /// as delivered: rank 1 reduces the flipped payload and forwards the result (then waits for
-/// rank 0, which has stopped).
+/// rank 0, which has stopped). Also where the ranks' buffers are not 16-byte aligned: such
+/// chunks take the RAW fast path too (the general path would reject the payload).
 #[test]
 fn a_trusted_channel_validates_headers_and_uses_raw_payloads_as_delivered() {
-    let header = |e| matches!(e, FrameError::HeaderChecksum { .. });
-    rejected(9, corrupt_first_frame::<Off>(9, true), header);
-    let (f, forwarded, _) = corrupt_first_frame::<Off>(HEADER_BYTES + 5, true);
-    assert_eq!(
-        f[1].map(|f| f.error),
-        Some(ConnError::Timeout(Wait::Data)),
-        "rank 1 used the payload and waited for rank 0's next frame"
-    );
-    assert_eq!(forwarded, 2, "rank 1 forwarded its reduction of the flipped payload");
+    for at in [0, 1] {
+        let header = |e| matches!(e, FrameError::HeaderChecksum { .. });
+        rejected(9, corrupt_first_frame::<Off>(9, true, at), header);
+        let (f, forwarded, _) = corrupt_first_frame::<Off>(HEADER_BYTES + 5, true, at);
+        assert_eq!(
+            f[1].map(|f| f.error),
+            Some(ConnError::Timeout(Wait::Data)),
+            "at {at}: rank 1 used the payload and waited for rank 0's next frame"
+        );
+        assert_eq!(
+            forwarded, 2,
+            "at {at}: rank 1 forwarded its reduction of the flipped payload"
+        );
+    }
 }
 
 #[test]

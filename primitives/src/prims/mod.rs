@@ -30,14 +30,15 @@
 //! computed into `dst` (`COPY`) or the staging buffer, and sent from there. In place
 //! (`src == dst`) is allowed: each lane reads `src[i]` before it writes `dst[i]`.
 //!
-//! RAW steps take a fast path ([`raw`]): when the frame sent (if any) is RAW, the frame
-//! received (if any) is exactly a RAW frame of the chunk, and `src` / `dst` are 16-byte aligned,
-//! the step computes, copies and sends the value in one vectorized pass that also checks the
+//! RAW steps take a fast path ([`raw`]): when the frame sent (if any) is RAW and the frame
+//! received (if any) is exactly a RAW frame of the chunk, the step computes, copies and sends
+//! the value in one pass over the whole team (16-byte vectors where `src` and `dst` are
+//! aligned for them, words otherwise) that also checks the
 //! received payload's checksum (a step that combines into `dst` checks in a pass of its own
 //! first; a trusted channel, `ChannelDesc::trusted`, checks neither way), writing the frame
 //! itself (byte-identical to the codec's RAW frame) and publishing nothing of a rejected one:
-//! no staging buffer, no scalar passes. Anything else (coded frames, odd
-//! alignment, a frame that is not what the step expects) takes the general path above.
+//! no staging buffer, no scalar passes. Anything else (coded frames, a frame
+//! that is not what the step expects) takes the general path above.
 //!
 //! A channel is driven by one team ([`Team`]): a warp, or a whole thread block. The RAW fast path
 //! spreads its vectors over every thread of the team; the general path's frame codec is
@@ -208,9 +209,8 @@ impl<M: Team, T: Split, O: RedOp, E: Compression> Prims<M, T, O, E> {
         result
     }
 
-    /// The step over [`raw`]'s fast path, when it applies: the frame sent (if any) is RAW,
-    /// `src` and `dst` (where used) are vector-aligned, and the frame received (if any) is
-    /// exactly a RAW frame of `n` elements. `None` (nothing consumed, sent or written) when it
+    /// The step over [`raw`]'s fast path, when it applies: the frame sent (if any) is RAW and
+    /// the frame received (if any) is exactly a RAW frame of `n` elements. `None` (nothing consumed, sent or written) when it
     /// does not apply; the sides are present (checked by the caller).
     ///
     /// # Safety
@@ -223,8 +223,7 @@ impl<M: Team, T: Split, O: RedOp, E: Compression> Prims<M, T, O, E> {
         n: usize,
     ) -> Option<Result<(), Failure>> {
         let team = self.link.team;
-        let local = REDUCE || !RECV;
-        if (SEND && !E::sends_raw(self.link.codec)) || (local && !raw::aligned(src)) || (COPY && !raw::aligned(dst)) {
+        if SEND && !E::sends_raw(self.link.codec) {
             return None;
         }
         // (payload, its stored checksum, the receive step)
@@ -266,7 +265,7 @@ impl<M: Team, T: Split, O: RedOp, E: Compression> Prims<M, T, O, E> {
             verify: !self.link.trusted,
         };
         // SAFETY: the payload holds `n` aligned elements (`classify`); `src`, `dst` are valid
-        // as `run`'s caller promised and aligned (checked); the slot holds a frame of
+        // as `run`'s caller promised; the slot holds a frame of
         // `frame_elems >= n` elements (checked in `new`).
         let sums = unsafe { raw::combine_send::<M, T, O, RECV, REDUCE, SEND, COPY>(team, self.op, &step) };
         // every thread: the received payload's checksum (unless trusted); a mismatch publishes

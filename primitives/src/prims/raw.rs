@@ -1,5 +1,5 @@
 //! The RAW fast path of a step: when the frame received (if any) and the frame sent (if any)
-//! are both RAW, the step needs no codec, and it runs as one vectorized pass (two for a step
+//! are both RAW, the step needs no codec, and it runs as one pass over the team (two for a step
 //! that combines into `dst`) instead of decode, combine and encode over scalar words:
 //!
 //! | pass                       | reads                       | writes                                        |
@@ -13,18 +13,22 @@
 //! (ARCHITECTURE.md, "RAW over P2P"). Elsewhere a received payload that does not match its
 //! checksum is an error before anything is published: the frame written to the send slot is
 //! not posted, and `dst` holds at most a copy of the rejected data (steps that combine into
-//! `dst` check first), as the general path's contract allows. The step is moved by the
-//! channel's team (a warp or a block, [`Team`]): thread `r` of a team of `size` moves 16-byte
-//! vectors `r, r + size, ..`, [`unroll`] of them
-//! loaded before any is used, so the team keeps `unroll x size x 16` bytes of loads in flight;
-//! the last `bytes % 16` bytes (at most 4 words) go word by word, element by element, on
-//! threads 0..4. The frames
-//! written are byte-identical to [`zipcoll_device::codec::encode_raw_frame`]'s, and a received
-//! frame that is not exactly a RAW frame of the step's `n` elements is left to the general path
-//! (which decodes it or reports why not).
+//! `dst` check first), as the general path's contract allows. The frames written are
+//! byte-identical to [`zipcoll_device::codec::encode_raw_frame`]'s, and a received frame that
+//! is not exactly a RAW frame of the step's `n` elements is left to the general path (which
+//! decodes it or reports why not).
 //!
-//! Eligible when `src` (if read) and `dst` (if written) are 16-byte aligned; slots are
-//! ([`crate::conn::SLOT_ALIGN`]), and payloads start 32 bytes into them.
+//! How the main pass spreads the chunk over the channel's team (a warp or a block, [`Team`]),
+//! thread `r` of a team of `size`:
+//!
+//! | `src` and `dst` (where used)  | thread `r` moves                                   | accesses                                   |
+//! |-------------------------------|----------------------------------------------------|--------------------------------------------|
+//! | 16-byte aligned               | vectors `r, r + size, ..`, then tail word `r` (`r < 4`) | 16-byte loads and stores; the tail (`bytes % 16`) word by word |
+//! | not (a chunk at an odd offset: all_gather, reduce_scatter, all_to_all of counts that are not a multiple of 16 bytes) | words `r, r + size, ..` | slots and aligned buffers a word at a time, the unaligned buffer element by element |
+//!
+//! Either way [`unroll`] vectors or words are loaded before any is used. Slots are
+//! [`crate::conn::SLOT_ALIGN`]-aligned and payloads start 32 bytes into them, so the received
+//! and sent payloads are always vector-aligned.
 
 use super::value::{with_step_value, StepFn, StepValue};
 use crate::conn::{ConnError, Failure};
@@ -143,9 +147,9 @@ pub struct RawSums {
 pub struct RawStep<T: Elem> {
     /// The received payload (`RECV`), 16-byte aligned, `n` elements.
     pub recv: *const T::Bits,
-    /// The local contribution (`REDUCE` or not `RECV`), 16-byte aligned, `n` elements.
+    /// The local contribution (`REDUCE` or not `RECV`), `n` elements.
     pub src: *const T::Bits,
-    /// Where the value goes (`COPY`), 16-byte aligned, `n` elements.
+    /// Where the value goes (`COPY`), `n` elements.
     pub dst: *mut T::Bits,
     /// The send slot (`SEND`): the frame is written at its start.
     pub send: *mut u8,
@@ -265,12 +269,13 @@ pub unsafe fn combine_send_value<
     s: &RawStep<T>,
 ) -> RawSums {
     let local = V::REDUCE || !RECV;
-    let value = |received: T::Bits, mine: T::Bits| step_value.of::<T>(received, mine);
     let bytes = s.n * T::DTYPE.size_bytes();
-    let nvec = bytes / VECTOR_BYTES;
+    // vectors only where every buffer the step uses is vector-aligned (the payloads always are)
+    let vectors = (!local || aligned(s.src)) && (!COPY || aligned(s.dst));
+    let nvec = if vectors { bytes / VECTOR_BYTES } else { 0 };
     let (recv, src) = (s.recv.cast::<Vector>(), s.src.cast::<Vector>());
     let dst = s.dst.cast::<Vector>();
-    let out = s.send.wrapping_add(HEADER_BYTES).cast::<Vector>();
+    let sent = s.send.wrapping_add(HEADER_BYTES).cast::<Vector>();
     let (mut acc, mut got_acc) = (0u32, 0u32);
     let mut v = team.rank() as usize;
     let (stride, unroll) = (team.size() as usize, unroll::<M>(V::ARITHMETIC));
@@ -308,7 +313,7 @@ pub unsafe fn combine_send_value<
                         dst.add(i).write(x);
                     }
                     if SEND {
-                        out.add(i).write(x);
+                        sent.add(i).write(x);
                     }
                 }
                 acc = acc.wrapping_add(vector_terms(&x, i));
@@ -319,30 +324,55 @@ pub unsafe fn combine_send_value<
         });
         v += unroll * stride;
     }
-    // threads 0..4: the tail words, element by element
-    let word = nvec * 4 + team.rank() as usize;
-    if word * 4 < bytes {
-        let per = 4 / T::DTYPE.size_bytes();
-        let first = word * per;
-        let (mut bits, mut got_bits) = (0u32, 0u32);
-        for (k, e) in (first..(first + per).min(s.n)).enumerate() {
-            // SAFETY: `e < n`: inside every buffer of the step.
-            unsafe {
-                let got = if RECV { s.recv.add(e).read() } else { T::Bits::default() };
-                got_bits |= (got.to_bits64() as u32) << (8 * T::DTYPE.size_bytes() * k);
-                let mine = if local { s.src.add(e).read() } else { T::Bits::default() };
-                let x = value(got, mine);
-                if COPY {
-                    s.dst.add(e).write(x);
+    // the words after the vectors: thread r moves words nvec * 4 + r, + size, .. (every word of
+    // a step with an unaligned `src` or `dst`; at most the 4 tail words otherwise)
+    let words = bytes.div_ceil(4);
+    let out = s.send.wrapping_add(HEADER_BYTES).cast::<T::Bits>();
+    let mut w = nvec * 4 + team.rank() as usize;
+    while w < words {
+        let mut got = [0u32; MAX_UNROLL];
+        let mut mine = [0u32; MAX_UNROLL];
+        unrolled!(U < unroll => {
+            let i = w + U * stride;
+            if i < words {
+                // SAFETY: `i < words`: the word's elements that exist are inside the payload and
+                // `src` (contract).
+                unsafe {
+                    if RECV {
+                        got[U] = load_word::<T>(s.recv, i, s.n);
+                    }
+                    if local {
+                        mine[U] = load_word::<T>(s.src, i, s.n);
+                    }
                 }
-                if SEND {
-                    s.send.add(HEADER_BYTES).cast::<T::Bits>().add(e).write(x);
-                }
-                bits |= (x.to_bits64() as u32) << (8 * T::DTYPE.size_bytes() * k);
             }
-        }
-        acc = acc.wrapping_add(checksum_term(bits, word as u32));
-        got_acc = got_acc.wrapping_add(checksum_term(got_bits, word as u32));
+        });
+        unrolled!(U < unroll => {
+            let i = w + U * stride;
+            if i < words {
+                // as `map_vector_out_of_line`: 8- and 16-bit arithmetic goes out of line
+                let x = if V::ARITHMETIC && T::DTYPE.size_bytes() < 4 {
+                    map_word_out_of_line::<T, V>(step_value, got[U], mine[U])
+                } else {
+                    map_word::<T>(got[U], mine[U], |r, l| step_value.of::<T>(r, l))
+                } & word_mask::<T>(i, s.n);
+                // SAFETY: `i < words`: the word's elements that exist are inside `dst` and the
+                // slot's payload (contract); `src`'s were read above, before this write.
+                unsafe {
+                    if COPY {
+                        store_word::<T>(s.dst, i, s.n, x);
+                    }
+                    if SEND {
+                        store_word::<T>(out, i, s.n, x);
+                    }
+                }
+                acc = acc.wrapping_add(checksum_term(x, i as u32));
+                if RECV && s.verify {
+                    got_acc = got_acc.wrapping_add(checksum_term(got[U], i as u32));
+                }
+            }
+        });
+        w += unroll * stride;
     }
     // (a block team pays two barriers per sum: only the sums a step uses are taken)
     let checksum = if SEND { team.sum_u32(acc) } else { 0 }.wrapping_add(bytes as u32);
@@ -418,6 +448,62 @@ fn map_word<T: Elem>(received: u32, mine: u32, f: impl Fn(T::Bits, T::Bits) -> T
         out |= ((f(r, m).to_bits64() as u32) & mask) << at;
     }
     out
+}
+
+/// [`map_word`] of `v`'s value, never inlined.
+#[inline(never)]
+fn map_word_out_of_line<T: Elem, V: StepValue>(v: V, received: u32, mine: u32) -> u32 {
+    map_word::<T>(received, mine, |r, l| v.of::<T>(r, l))
+}
+
+/// The bits of word `word` that hold one of `n` elements of `T` (all of a whole word).
+#[inline(always)]
+fn word_mask<T: Elem>(word: usize, n: usize) -> u32 {
+    let per = 4 / T::DTYPE.size_bytes();
+    let have = n.saturating_sub(word * per).min(per);
+    if have == per {
+        u32::MAX
+    } else {
+        (1u32 << (8 * T::DTYPE.size_bytes() * have)) - 1
+    }
+}
+
+/// Little-endian word `word` of the elements at `p` (the first `n` exist), zero where no element
+/// is: one load where `p` is 4-byte aligned and the word whole, element by element otherwise.
+///
+/// # Safety
+/// `p` is valid for reads of `n` elements.
+#[inline(always)]
+unsafe fn load_word<T: Elem>(p: *const T::Bits, word: usize, n: usize) -> u32 {
+    let per = 4 / T::DTYPE.size_bytes();
+    if (p as usize).is_multiple_of(4) && (word + 1) * per <= n {
+        // SAFETY: 4-byte aligned, and the word's elements are inside the `n` (contract).
+        return unsafe { p.cast::<u32>().add(word).read() };
+    }
+    // SAFETY: forwarded.
+    unsafe { tail_word::<T>(p, word, n) }
+}
+
+/// Writes the elements of word `word` (little-endian `bits`) that exist among the first `n` at
+/// `p`: one store where `p` is 4-byte aligned and the word whole, element by element otherwise.
+///
+/// # Safety
+/// `p` is valid for writes of `n` elements.
+#[inline(always)]
+unsafe fn store_word<T: Elem>(p: *mut T::Bits, word: usize, n: usize, bits: u32) {
+    let size = T::DTYPE.size_bytes();
+    let per = 4 / size;
+    if (p as usize).is_multiple_of(4) && (word + 1) * per <= n {
+        // SAFETY: 4-byte aligned, and the word's elements are inside the `n` (contract).
+        unsafe { p.cast::<u32>().add(word).write(bits) };
+        return;
+    }
+    let first = word * per;
+    for (k, e) in (first..(first + per).min(n)).enumerate() {
+        let x = T::Bits::from_bits64(u64::from(bits >> (8 * size * k)));
+        // SAFETY: `e < n` (the caller's contract).
+        unsafe { p.add(e).write(x) };
+    }
 }
 
 /// Little-endian word `word` of the elements at `p` (the first `n` exist), zero where no element
