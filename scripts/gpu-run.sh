@@ -37,6 +37,9 @@
 # | comm_sweep  | `zipcoll-comm bench` over P2P (COMM_SIZES) once per setting of SWEEP: space-separated settings, each comma-separated environment assignments (e.g. `ZIPCOLL_CHANNELS=32,ZIPCOLL_CHANNEL_THREADS=512`) |
 # | module_ab   | kernel modules side by side: each .gpu-ab/*.cubin, and each .gpu-ab/*.ptx.gz compiled by ptxas (--verbose, log kept) (e.g. main's and a change's, built with the same ZIPCOLL_KERNEL_FILTER), then `zipcoll-comm bench` over P2P with each module in turn, AB_ROUNDS rounds (default 2) interleaved, for each ZIPCOLL_CHANNEL_THREADS of AB_THREADS (default 256) |
 # | host_ab     | host binaries side by side: each .gpu-ab/zipcoll-comm.<name>.gz (e.g. main's and a change's, with the same kernels), `bench` over P2P with ZIPCOLL_PROFILE=1 (each rank's kernel and upload times), AB_ROUNDS rounds (default 2) interleaved |
+# | one_gpu_bench | `zipcoll-comm bench` over P2P and NET (COMM_RANKS ranks, default 2; COMM_SIZES), then `zipcoll-bench tcp`: plain loopback TCP with 1, 2 and 8 streams and the NET proxies alone, the NET baseline of the same machine (no NCCL: it needs a GPU per rank) |
+# | perf        | `zipcoll-perf` over P2P (COMM_RANKS ranks, default 2) for each collective of PERF_COLLS (default all_reduce all_gather reduce_scatter all_to_all sendrecv), sizes PERF_SIZES (default 1M..1G by 4; `-b X -e X` for one), compression PERF_COMPRESSION (default off) |
+# | perf_odd    | `zipcoll-perf` over P2P: all_gather, reduce_scatter and all_to_all at 64 MiB and 256 MiB, and at 4 bytes more (counts of 2^k + 1 bf16 per rank: chunks that are not 16-byte aligned), compression off |
 # | channel_threads | `zipcoll-comm bench` over P2P (COMM_SIZES, default 1M,64M,1G) with each channel driven by ZIPCOLL_CHANNEL_THREADS of THREADS_SWEEP (default 32 128 256 512; 32 is the one-warp kernel), after `zipcoll-comm check --quick` over P2P with the default threads |
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
@@ -199,6 +202,23 @@ for step in $STEPS; do
         for b in $bins; do
           run "host_ab_${b##*.}_r$round" env ZIPCOLL_PROFILE=1 "$b" bench --transport p2p \
             --sizes ${COMM_SIZES:-4K,1M,64M} --iters ${COMM_ITERS:-20} --ranks ${COMM_RANKS:-2}
+        done
+      done ;;
+    one_gpu_bench)
+      for t in p2p net; do
+        run "comm_bench_$t" .gpu/bin/zipcoll-comm bench --transport $t --sizes ${COMM_SIZES:-1M,64M,1G} \
+          --iters ${COMM_ITERS:-5} --ranks ${COMM_RANKS:-2}
+      done
+      run tcp_loopback .gpu/bin/zipcoll-bench tcp --streams 1,2,8 --bytes 1G --net ;;
+    perf)
+      for c in ${PERF_COLLS:-all_reduce all_gather reduce_scatter all_to_all sendrecv}; do
+        run "perf_$c" .gpu/bin/zipcoll-perf "$c" ${PERF_SIZES:--b 1M -e 1G -f 4} --ranks ${COMM_RANKS:-2} --transport p2p \
+          --compression ${PERF_COMPRESSION:-off}
+      done ;;
+    perf_odd)
+      for c in all_gather reduce_scatter all_to_all; do
+        for s in 67108864 67108868 268435456 268435460; do
+          run "perf_odd_${c}_$s" .gpu/bin/zipcoll-perf "$c" -b $s -e $s --ranks ${COMM_RANKS:-2} --transport p2p --compression off
         done
       done ;;
     channel_threads)

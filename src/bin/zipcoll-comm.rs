@@ -34,11 +34,14 @@
 //! zipcoll tool (`src/bin/common`): 0 ok, 1 a case or the kill check failed, 2 usage error, 3
 //! runtime error.
 
+#[path = "across_ranks/mod.rs"]
+mod across_ranks;
 #[path = "common/mod.rs"]
 mod common;
 #[path = "faults/mod.rs"]
 mod faults;
 
+use across_ranks::across_ranks;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use common::{say, Fail};
 use std::path::PathBuf;
@@ -875,7 +878,7 @@ fn time(
     // a run lasts until its slowest rank is done: a sender's calls end once its frames are in
     // the FIFOs, which over NET (and with FIFOs as large as the data) is long before they
     // arrive, so a send/recv timed on the sender alone overstates the rate
-    let slowest = slowest_rank(comm, &runs.iter().map(|r| r.total).collect::<Vec<_>>())?;
+    let slowest = across_ranks(comm, &runs.iter().map(|r| r.total).collect::<Vec<_>>(), ReduceOp::Max)?;
     for (run, total) in runs.iter_mut().zip(slowest) {
         run.total = total;
     }
@@ -884,25 +887,6 @@ fn time(
         device,
         ..runs[runs.len() / 2]
     })
-}
-
-/// The largest of each of `times` over every rank (every rank calls it with as many), by an
-/// f32 max all_reduce of the communicator itself.
-fn slowest_rank(comm: &Communicator, times: &[f64]) -> Result<Vec<f64>, Error> {
-    let bytes: Vec<u8> = times.iter().flat_map(|&t| (t as f32).to_le_bytes()).collect();
-    let mut buf = comm.alloc(bytes.len())?;
-    buf.copy_from_host(&bytes)?;
-    let off = Options {
-        compression: Some(Compression::Off),
-        ..Options::default()
-    };
-    comm.all_reduce(Data::InPlace(&mut buf), times.len(), DType::F32, ReduceOp::Max, off)?;
-    comm.synchronize()?;
-    Ok(buf
-        .to_host()?
-        .chunks_exact(4)
-        .map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
-        .collect())
 }
 
 /// The benchmark on one rank (at least 2 ranks: send/recv goes from rank 0 to rank 1); rank 0

@@ -16,6 +16,7 @@
 //! | algbw       | size / time (GB/s, 10^9 bytes)                                           |
 //! | busbw       | algbw x nccl-tests' factor: all_reduce 2(k-1)/k, all_gather, reduce_scatter and all_to_all (k-1)/k, the others 1 |
 //! | #wrong      | with `-c 1`: elements that differ from the scalar reference of the same reduction order (zipcoll is bit-exact, so any is a failure), summed over ranks; `N/A` with `-c 0` |
+//! | wire        | bytes on the wire per call over those of the same call with compression off (one untimed call), summed over ranks, frame headers included; `N/A` where the transport does not count them (P2P, SIM: only NET's proxies do) |
 //! | codec       | what rank 0's calls send: the forced codec, `raw` with compression off, or Auto's pick for this size and data (`Communicator::auto_plan`) |
 //!
 //! The ranks are as `zipcoll-comm`'s: one child process per rank on GPUs (`--ranks`, default
@@ -24,17 +25,22 @@
 //! real data (`--data file:PATH`: raw little-endian elements of `-d`, or a `.safetensors` file
 //! whose tensors of `-d` are taken in file order): rank `r` reads it from `r / k` of the way in,
 //! wrapping around, so that ranks hold different parts. Either way each rank can compute every
-//! rank's input, and so the reference. `sendrecv` is nccl-tests' ring shift: each rank sends to the next and
-//! receives from the previous one, in one group. Not yet here (issue 14): the wire ratio, plots
-//! and NCCL in the same invocation, the coding breakdown.
+//! rank's input, and so the reference. `sendrecv` is nccl-tests' ring shift: each rank sends to
+//! the next and receives from the previous one, in one group. `--csv` and `--json` print the
+//! columns as values; on a terminal, a sweep of several sizes shows on stderr which size runs.
+//! Not yet here (issue 14): plots, NCCL in the same invocation, the coding breakdown.
 
+#[path = "across_ranks/mod.rs"]
+mod across_ranks;
 #[path = "common/mod.rs"]
 mod common;
 #[path = "zipcoll/input.rs"]
 mod input;
 
+use across_ranks::across_ranks;
 use clap::{Parser, ValueEnum};
 use common::{say, Fail};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
 use zipcoll::comm::launch::{child_communicator, spawn_ranks};
@@ -85,8 +91,11 @@ struct Cli {
     #[arg(long, default_value = "auto", value_parser = parse_transport)]
     transport: TransportKind,
     /// One JSON object per size instead of the table.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "csv")]
     json: bool,
+    /// Comma-separated values, a header line then a line per size, instead of the table.
+    #[arg(long)]
+    csv: bool,
     /// The inputs: `normal` (N(0,1) of each rank's seed) or `file:PATH` (a raw file of `-d`
     /// elements, or a `.safetensors` file's tensors of `-d`).
     #[arg(long, default_value = "normal", value_parser = parse_data)]
@@ -273,6 +282,8 @@ struct Row {
     shape: Shape,
     seconds: f64,
     wrong: Option<u64>,
+    /// The wire ratio (`None` where the transport does not count bytes).
+    wire: Option<f64>,
     codec: String,
 }
 
@@ -284,7 +295,10 @@ fn on_rank(comm: Communicator, cli: &Cli, pool: Option<&Pool>) -> Result<bool, E
     }
     let elem = cli.dtype.size_bytes();
     let mut clean = true;
-    if rank == 0 && !cli.json {
+    if rank == 0 && cli.csv {
+        say!("{}", CSV_COLUMNS.join(","));
+    }
+    if rank == 0 && !cli.json && !cli.csv {
         say!(
             "# zipcoll-perf {:?}: {k} ranks over {:?}, compression {:?}, {} calls after {} warm-up, data {}",
             cli.coll,
@@ -295,7 +309,7 @@ fn on_rank(comm: Communicator, cli: &Cli, pool: Option<&Pool>) -> Result<bool, E
             pool.map_or("N(0,1)", |p| p.about.as_str())
         );
         say!(
-            "# {:>12} {:>12} {:>7} {:>6} {:>5} {:>11} {:>9} {:>9} {:>7} {:>10}",
+            "# {:>12} {:>12} {:>7} {:>6} {:>5} {:>11} {:>9} {:>9} {:>7} {:>6} {:>10}",
             "size",
             "count",
             "type",
@@ -305,12 +319,21 @@ fn on_rank(comm: Communicator, cli: &Cli, pool: Option<&Pool>) -> Result<bool, E
             "algbw",
             "busbw",
             "#wrong",
+            "wire",
             "codec"
         );
     }
-    for size in sizes(cli.min, cli.max, cli.factor) {
+    let sweep = sizes(cli.min, cli.max, cli.factor);
+    let progress = rank == 0 && sweep.len() > 1 && std::io::stderr().is_terminal();
+    for (i, &size) in sweep.iter().enumerate() {
+        if progress {
+            eprint!("\r# size {} of {}: {size} bytes ", i + 1, sweep.len());
+        }
         let shape = shape(cli.coll, size, elem, k);
         let row = one_size(&comm, cli, pool, size, shape)?;
+        if progress {
+            eprint!("\r\x1b[K");
+        }
         clean &= row.wrong.unwrap_or(0) == 0;
         if rank == 0 {
             report(cli, k, &row);
@@ -342,25 +365,42 @@ fn one_size(comm: &Communicator, cli: &Cli, pool: Option<&Pool>, size: u64, shap
         }
         Compression::Lossless(Lossless::Auto) => "raw".to_owned(),
     };
+    // this rank's bytes on the wire for one call with compression off (untimed)
+    let off = Options {
+        compression: Some(Compression::Off),
+        ..Options::default()
+    };
+    let raw_wire = on_the_wire(comm, || call(comm, cli, shape, &src, &mut dst, off))?;
     for _ in 0..cli.warmup {
         call(comm, cli, shape, &src, &mut dst, opts)?;
     }
     comm.synchronize()?;
     comm.barrier()?;
-    let start = Instant::now();
+    let (before, start) = (comm.wire_bytes_sent(), Instant::now());
     for _ in 0..cli.iters {
         call(comm, cli, shape, &src, &mut dst, opts)?;
     }
     comm.synchronize()?;
     let mine = start.elapsed().as_secs_f64() / f64::from(cli.iters);
-    let seconds = across_ranks(comm, mine, ReduceOp::Max)?;
+    comm.barrier()?;
+    let coded_wire = before
+        .zip(comm.wire_bytes_sent())
+        .map(|(b, a)| (a - b) as f64 / f64::from(cli.iters));
+    let seconds = across_ranks(comm, &[mine], ReduceOp::Max)?[0];
+    let wire = match (raw_wire, coded_wire) {
+        (Some(raw), Some(coded)) => {
+            let sums = across_ranks(comm, &[raw as f64, coded], ReduceOp::Sum)?;
+            (sums[0] > 0.0).then(|| sums[1] / sums[0])
+        }
+        _ => None,
+    };
     let wrong = match cli.check {
         0 => None,
         _ => {
             let inputs: Vec<Vec<u8>> = (0..k).map(input).collect();
             let got = dst.to_host()?;
             let here = wrong_here(comm, cli, shape, &inputs, &got[..shape.output * elem])?;
-            Some(across_ranks(comm, here as f64, ReduceOp::Sum)? as u64)
+            Some(across_ranks(comm, &[here as f64], ReduceOp::Sum)?[0] as u64)
         }
     };
     Ok(Row {
@@ -368,8 +408,21 @@ fn one_size(comm: &Communicator, cli: &Cli, pool: Option<&Pool>, size: u64, shap
         shape,
         seconds,
         wrong,
+        wire,
         codec,
     })
+}
+
+/// This rank's bytes on the wire for `calls` (`None` where the transport does not count them),
+/// read once every rank has finished them.
+fn on_the_wire(comm: &Communicator, calls: impl FnOnce() -> Result<(), Error>) -> Result<Option<u64>, Error> {
+    comm.synchronize()?;
+    comm.barrier()?;
+    let before = comm.wire_bytes_sent();
+    calls()?;
+    comm.synchronize()?;
+    comm.barrier()?;
+    Ok(before.zip(comm.wire_bytes_sent()).map(|(b, a)| a - b))
 }
 
 /// One call of `cli.coll` from `src` into `dst`.
@@ -428,22 +481,24 @@ fn wrong_here(comm: &Communicator, cli: &Cli, shape: Shape, inputs: &[Vec<u8>], 
         .count())
 }
 
-/// `x` combined over every rank by `op` (an f32 all_reduce of the communicator itself, with
-/// compression off: exact for counts below 2^24).
-fn across_ranks(comm: &Communicator, x: f64, op: ReduceOp) -> Result<f64, Error> {
-    let mut buf = comm.alloc(4)?;
-    buf.copy_from_host(&(x as f32).to_le_bytes())?;
-    let off = Options {
-        compression: Some(Compression::Off),
-        ..Options::default()
-    };
-    comm.all_reduce(Data::InPlace(&mut buf), 1, DType::F32, op, off)?;
-    comm.synchronize()?;
-    let b = buf.to_host()?;
-    Ok(f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
-}
+/// The columns of `--csv`, in order.
+const CSV_COLUMNS: [&str; 13] = [
+    "coll",
+    "ranks",
+    "size",
+    "count",
+    "type",
+    "redop",
+    "root",
+    "time_us",
+    "algbw_gbps",
+    "busbw_gbps",
+    "wrong",
+    "wire",
+    "codec",
+];
 
-/// Rank 0's line (or JSON object) for `row`.
+/// Rank 0's line (a table row, a JSON object or CSV values) for `row`.
 fn report(cli: &Cli, k: usize, row: &Row) {
     let bytes = row.size as f64;
     let algbw = if row.seconds > 0.0 {
@@ -453,41 +508,39 @@ fn report(cli: &Cli, k: usize, row: &Row) {
     };
     let busbw = algbw * cli.coll.bus_factor(k);
     let dtype = input::dtype_name(cli.dtype);
-    let (redop, root) = match cli.coll {
-        c if c.reduces() => (format!("{:?}", cli.op).to_ascii_lowercase(), "-1".to_owned()),
-        _ => ("none".to_owned(), "-1".to_owned()),
+    let redop = match cli.coll.reduces() {
+        true => format!("{:?}", cli.op).to_ascii_lowercase(),
+        false => "none".to_owned(),
     };
-    let root = if matches!(cli.coll, Coll::Broadcast | Coll::Reduce) {
-        cli.root.to_string()
-    } else {
-        root
+    let root = match cli.coll {
+        Coll::Broadcast | Coll::Reduce => cli.root.to_string(),
+        _ => "-1".to_owned(),
     };
-    let wrong = row.wrong.map_or_else(|| "N/A".to_owned(), |w| w.to_string());
+    let coll = format!("{:?}", cli.coll);
+    let (size, count, time_us) = (row.size, row.shape.count, row.seconds * 1e6);
+    let or = |v: Option<String>, none: &str| v.unwrap_or_else(|| none.to_owned());
     if cli.json {
+        let wrong = or(row.wrong.map(|w| w.to_string()), "null");
+        let wire = or(row.wire.map(|w| format!("{w:.4}")), "null");
         say!(
-            "{{\"coll\":\"{:?}\",\"ranks\":{k},\"size\":{},\"count\":{},\"type\":\"{dtype}\",\"redop\":\"{redop}\",\"root\":{root},\"time_us\":{:.3},\"algbw_gbps\":{algbw:.4},\"busbw_gbps\":{busbw:.4},\"wrong\":{},\"codec\":\"{}\"}}",
-            cli.coll,
-            row.size,
-            row.shape.count,
-            row.seconds * 1e6,
-            row.wrong.map_or_else(|| "null".to_owned(), |w| w.to_string()),
+            "{{\"coll\":\"{coll}\",\"ranks\":{k},\"size\":{size},\"count\":{count},\"type\":\"{dtype}\",\"redop\":\"{redop}\",\"root\":{root},\"time_us\":{time_us:.3},\"algbw_gbps\":{algbw:.4},\"busbw_gbps\":{busbw:.4},\"wrong\":{wrong},\"wire\":{wire},\"codec\":\"{}\"}}",
             row.codec
         );
-    } else {
-        say!(
-            "  {:>12} {:>12} {:>7} {:>6} {:>5} {:>11.2} {:>9.2} {:>9.2} {:>7} {:>10}",
-            row.size,
-            row.shape.count,
-            dtype,
-            redop,
-            root,
-            row.seconds * 1e6,
-            algbw,
-            busbw,
-            wrong,
-            row.codec
-        );
+        return;
     }
+    let wrong = or(row.wrong.map(|w| w.to_string()), "N/A");
+    let wire = or(row.wire.map(|w| format!("{w:.4}")), "N/A");
+    if cli.csv {
+        say!(
+            "{coll},{k},{size},{count},{dtype},{redop},{root},{time_us:.3},{algbw:.4},{busbw:.4},{wrong},{wire},{}",
+            row.codec
+        );
+        return;
+    }
+    say!(
+        "  {size:>12} {count:>12} {dtype:>7} {redop:>6} {root:>5} {time_us:>11.2} {algbw:>9.2} {busbw:>9.2} {wrong:>7} {wire:>6} {:>10}",
+        row.codec
+    );
 }
 
 fn config(cli: &Cli, base: Config) -> Result<Config, Error> {

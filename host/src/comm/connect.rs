@@ -663,6 +663,11 @@ impl Links {
         &self.fabric
     }
 
+    /// Frame bytes this rank's NET proxies have sent so far; `None` on the other transports.
+    pub fn wire_bytes_sent(&self) -> Option<u64> {
+        self.net.as_ref().map(NetTransport::total_bytes_sent)
+    }
+
     /// The stream a CUDA communicator's calls run on (none for the simulator).
     pub fn cuda_stream(&self) -> Option<&Arc<CudaStream>> {
         match &self.engine {
@@ -702,7 +707,7 @@ impl Links {
     pub fn alloc(&self, len: usize) -> Result<DeviceBuffer> {
         match &self.engine {
             Engine::Sim { .. } => Ok(DeviceBuffer::host(len)),
-            Engine::Cuda { gpu, stream, .. } => Ok(DeviceBuffer::cuda(CudaBuffer::zeroed(gpu, stream, len)?)),
+            Engine::Cuda { stream, .. } => Ok(DeviceBuffer::cuda(CudaBuffer::zeroed(stream, len)?)),
         }
     }
 

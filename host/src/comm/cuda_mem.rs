@@ -1,7 +1,7 @@
 //! Device memory of a CUDA communicator: buffers allocated, written, read and freed on the
 //! communicator's stream, the one its calls are enqueued on.
 
-use crate::cuda::{cuda_error, CudaGpu};
+use crate::cuda::cuda_error;
 use crate::error::Result;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use std::sync::Arc;
@@ -17,9 +17,12 @@ pub struct CudaBuffer {
 }
 
 impl CudaBuffer {
-    /// `len` zeroed bytes on `gpu`, allocated, copied and freed on `stream` (one of `gpu`'s).
-    pub fn zeroed(gpu: &CudaGpu, stream: &Arc<CudaStream>, len: usize) -> Result<CudaBuffer> {
-        gpu.context().bind_to_thread().map_err(cuda_error("cuCtxSetCurrent"))?;
+    /// `len` zeroed bytes on `stream`'s GPU, allocated, copied and freed on `stream`.
+    pub fn zeroed(stream: &Arc<CudaStream>, len: usize) -> Result<CudaBuffer> {
+        stream
+            .context()
+            .bind_to_thread()
+            .map_err(cuda_error("cuCtxSetCurrent"))?;
         let slice = stream.alloc_zeros::<u8>(len.max(1)).map_err(cuda_error("cuMemAlloc"))?;
         let ptr = slice.device_ptr(stream).0;
         Ok(CudaBuffer {

@@ -297,6 +297,14 @@ impl Communicator {
         self.links.cuda_stream()
     }
 
+    /// Bytes of frames (headers included) this rank has put on the wire so far, as its NET
+    /// proxies count them: the measure of what compression saves on a link. `None` on the
+    /// transports that do not count them (P2P and SIM, whose frames never leave the machine's
+    /// memory). A call's bytes are all counted once every rank it sends to has finished it.
+    pub fn wire_bytes_sent(&self) -> Option<u64> {
+        self.links.wire_bytes_sent()
+    }
+
     /// NCCL's `ncclCommSplit`: every rank of this communicator calls it; the ranks that pass
     /// the same `color` form a new communicator (on this rank's backend, with `config`, which
     /// the ranks of each new communicator must agree on), ranked by `key` and then by their

@@ -657,10 +657,14 @@ fn perf_on_sim_sweeps_and_checks() {
         .collect();
     assert_eq!(rows.len(), 2, "{stdout}");
     for (row, (size, count)) in rows.iter().zip([(4096, 2048), (16384, 8192)]) {
-        // size, count, type, redop, root, time, algbw, busbw, #wrong, codec
-        assert_eq!(row.len(), 10, "{stdout}");
+        // size, count, type, redop, root, time, algbw, busbw, #wrong, wire, codec
+        assert_eq!(row.len(), 11, "{stdout}");
         assert_eq!((row[0].parse::<u64>(), row[1].parse::<u64>()), (Ok(size), Ok(count)));
-        assert_eq!((row[2], row[3], row[4], row[8]), ("bf16", "sum", "-1", "0"), "{stdout}");
+        assert_eq!(
+            (row[2], row[3], row[4], row[8], row[9]),
+            ("bf16", "sum", "-1", "0", "N/A"),
+            "{stdout}"
+        );
         assert!(row[5].parse::<f64>().is_ok_and(|t| t > 0.0), "{stdout}");
     }
     let stdout = success(&perf(&[
@@ -685,7 +689,7 @@ fn perf_on_sim_sweeps_and_checks() {
         ("1536", "f32", "max", "2"),
         "{stdout}"
     );
-    assert_eq!((cols[8], cols[9]), ("0", "expans"), "{stdout}");
+    assert_eq!((cols[8], cols[10]), ("0", "expans"), "{stdout}");
     let stdout = success(&perf(&["sendrecv", "-b", "8K", "-e", "8K", "-c", "1", "--json"]));
     let line = stdout.trim();
     for field in [
@@ -694,9 +698,69 @@ fn perf_on_sim_sweeps_and_checks() {
         "\"size\":8192",
         "\"count\":4096",
         "\"wrong\":0",
+        "\"wire\":null",
     ] {
         assert!(line.contains(field), "{field} in {line}");
     }
+    // CSV, at an odd count (chunks that are not 16-byte aligned: the RAW fast path by words)
+    let stdout = success(&perf(&[
+        "all_gather",
+        "-b",
+        "12006",
+        "-e",
+        "12006",
+        "--csv",
+        "--compression",
+        "off",
+    ]));
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert_eq!(
+        lines[0],
+        "coll,ranks,size,count,type,redop,root,time_us,algbw_gbps,busbw_gbps,wrong,wire,codec"
+    );
+    let cols: Vec<&str> = lines[1].split(',').collect();
+    assert_eq!(cols.len(), 13, "{stdout}");
+    assert_eq!(
+        (cols[0], cols[1], cols[2], cols[3], cols[10], cols[11], cols[12]),
+        ("AllGather", "3", "12006", "2001", "0", "N/A", "raw"),
+        "{stdout}"
+    );
+    // the wire ratio over NET (its proxies count the bytes): 1 with compression off, below 1
+    // with a codec on N(0,1) bf16 (exponents coded, the rest raw)
+    let wire = |compression: &str| {
+        let args = [
+            "all_reduce",
+            "-b",
+            "256K",
+            "-e",
+            "256K",
+            "--transport",
+            "net",
+            "--csv",
+            "--compression",
+            compression,
+        ];
+        let stdout = success(&tool(
+            env!("CARGO_BIN_EXE_zipcoll-perf"),
+            &[&args[..], &["--ranks", "2", "-n", "2", "-w", "0"]].concat(),
+            &[],
+        ));
+        let row = stdout
+            .lines()
+            .nth(1)
+            .unwrap_or_else(|| panic!("a row: {stdout}"))
+            .to_owned();
+        let cols: Vec<String> = row.split(',').map(str::to_owned).collect();
+        assert_eq!(cols[10], "0", "{stdout}");
+        cols[11]
+            .parse::<f64>()
+            .unwrap_or_else(|_| panic!("a wire ratio: {stdout}"))
+    };
+    assert_eq!(wire("off"), 1.0);
+    let coded = wire("expans");
+    assert!(coded > 0.5 && coded < 0.9, "ExpAns's wire ratio {coded}");
+    fails_with(&perf(&["all_reduce", "--json", "--csv"]), 2, "--csv");
     fails_with(&perf(&["all_reduce", "-f", "1"]), 2, "--stepfactor");
     fails_with(
         &perf(&["reduce", "-b", "4K", "-e", "4K", "-r", "3"]),

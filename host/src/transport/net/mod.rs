@@ -950,6 +950,14 @@ impl NetTransport {
         })
     }
 
+    /// Frame bytes sent to every peer so far.
+    pub fn total_bytes_sent(&self) -> u64 {
+        self.peers
+            .iter()
+            .map(|p| p.counters.bytes_sent.load(Ordering::Relaxed))
+            .sum()
+    }
+
     /// Frame bytes sent to `peer` so far (0 for a rank that is not a peer).
     pub fn bytes_sent(&self, peer: usize) -> u64 {
         self.stats(peer).map_or(0, |s| s.bytes_sent)
