@@ -38,6 +38,8 @@
 # | module_ab   | kernel modules side by side: each .gpu-ab/*.cubin, and each .gpu-ab/*.ptx.gz compiled by ptxas (--verbose, log kept) (e.g. main's and a change's, built with the same ZIPCOLL_KERNEL_FILTER), then `zipcoll-comm bench` over P2P with each module in turn, AB_ROUNDS rounds (default 2) interleaved, for each ZIPCOLL_CHANNEL_THREADS of AB_THREADS (default 256) |
 # | host_ab     | host binaries side by side: each .gpu-ab/zipcoll-comm.<name>.gz (e.g. main's and a change's, with the same kernels), `bench` over P2P with ZIPCOLL_PROFILE=1 (each rank's kernel and upload times), AB_ROUNDS rounds (default 2) interleaved |
 # | one_gpu_bench | `zipcoll-comm bench` over P2P and NET (COMM_RANKS ranks, default 2; COMM_SIZES), then `zipcoll-bench tcp`: plain loopback TCP with 1, 2 and 8 streams and the NET proxies alone, the NET baseline of the same machine (no NCCL: it needs a GPU per rank) |
+# | net_sweep   | the NET proxies' threads x sockets per peer: for each `TxS` of NET_SWEEP (default 2x4 4x2 8x1 4x4 8x2 16x1), `zipcoll-bench tcp --streams 8 --net` (plain TCP with 8 streams and the proxies alone, no GPU) twice; then `zipcoll-comm bench --transport net` (COMM_SIZES, default 64M,1G) for each of NET_COMM_SWEEP (default 2x4 8x1) |
+# | perf_net    | `zipcoll-perf` over NET (COMM_RANKS ranks, default 2): all_reduce, all_gather and sendrecv at PERF_NET_SIZES (default `-b 64M -e 64M`), compression off and auto, for each ZIPCOLL_NET_RATE_LIMIT of PERF_NET_LIMITS (default `none 2G`); the wire column is measured there |
 # | perf        | `zipcoll-perf` over P2P (COMM_RANKS ranks, default 2) for each collective of PERF_COLLS (default all_reduce all_gather reduce_scatter all_to_all sendrecv), sizes PERF_SIZES (default 1M..1G by 4; `-b X -e X` for one), compression PERF_COMPRESSION (default off) |
 # | perf_odd    | `zipcoll-perf` over P2P: all_gather, reduce_scatter and all_to_all at 64 MiB and 256 MiB, and at 4 bytes more (counts of 2^k + 1 bf16 per rank: chunks that are not 16-byte aligned), compression off |
 # | channel_threads | `zipcoll-comm bench` over P2P (COMM_SIZES, default 1M,64M,1G) with each channel driven by ZIPCOLL_CHANNEL_THREADS of THREADS_SWEEP (default 32 128 256 512; 32 is the one-warp kernel), after `zipcoll-comm check --quick` over P2P with the default threads |
@@ -210,6 +212,26 @@ for step in $STEPS; do
           --iters ${COMM_ITERS:-5} --ranks ${COMM_RANKS:-2}
       done
       run tcp_loopback .gpu/bin/zipcoll-bench tcp --streams 1,2,8 --bytes 1G --net ;;
+    net_sweep)
+      for s in ${NET_SWEEP:-2x4 4x2 8x1 4x4 8x2 16x1}; do
+        for round in 1 2; do
+          run "net_tcp_${s}_r$round" env ZIPCOLL_NET_NTHREADS=${s%x*} ZIPCOLL_NET_NSOCKS_PERTHREAD=${s#*x} \
+            .gpu/bin/zipcoll-bench tcp --streams 8 --bytes 1G --net
+        done
+      done
+      for s in ${NET_COMM_SWEEP:-2x4 8x1}; do
+        run "net_comm_$s" env ZIPCOLL_NET_NTHREADS=${s%x*} ZIPCOLL_NET_NSOCKS_PERTHREAD=${s#*x} \
+          .gpu/bin/zipcoll-comm bench --transport net --sizes ${COMM_SIZES:-64M,1G} --iters 3 --ranks ${COMM_RANKS:-2}
+      done ;;
+    perf_net)
+      for limit in ${PERF_NET_LIMITS:-none 2G}; do
+        for c in all_reduce all_gather sendrecv; do
+          for comp in off auto; do
+            run "perf_net_${c}_${comp}_$limit" env ZIPCOLL_NET_RATE_LIMIT=$limit .gpu/bin/zipcoll-perf "$c" \
+              ${PERF_NET_SIZES:--b 64M -e 64M} --ranks ${COMM_RANKS:-2} --transport net --compression $comp
+          done
+        done
+      done ;;
     perf)
       for c in ${PERF_COLLS:-all_reduce all_gather reduce_scatter all_to_all sendrecv}; do
         run "perf_$c" .gpu/bin/zipcoll-perf "$c" ${PERF_SIZES:--b 1M -e 1G -f 4} --ranks ${COMM_RANKS:-2} --transport p2p \

@@ -19,7 +19,7 @@ use zipcoll_primitives::conn::NSLOTS;
 
 /// One measurement.
 pub struct Row {
-    /// What was measured (`tcp x8`, `NET 2x4 sockets`).
+    /// What was measured (`tcp x8`, `NET 8x1 sockets`).
     pub what: String,
     pub bytes: u64,
     pub seconds: f64,

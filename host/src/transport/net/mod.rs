@@ -238,15 +238,18 @@ const ABORT_LINGER: Duration = Duration::from_millis(200);
 ///
 /// | field                    | default | environment variable     |
 /// |--------------------------|---------|--------------------------|
-/// | `threads_per_peer`       | 2       | `ZIPCOLL_NET_NTHREADS` (as NCCL_SOCKET_NTHREADS) |
-/// | `sockets_per_thread`     | 4       | `ZIPCOLL_NET_NSOCKS_PERTHREAD` (as NCCL_NSOCKS_PERTHREAD) |
+/// | `threads_per_peer`       | 8       | `ZIPCOLL_NET_NTHREADS` (as NCCL_SOCKET_NTHREADS) |
+/// | `sockets_per_thread`     | 1       | `ZIPCOLL_NET_NSOCKS_PERTHREAD` (as NCCL_NSOCKS_PERTHREAD) |
 /// | `min_piece_bytes`        | 64 KiB  | `ZIPCOLL_NET_MIN_PIECE` (a size as [`crate::units`] reads them: `65536`, `64K`, `1M`; 64 B..=64 MiB) |
 /// | `socket_buffer_bytes`    | 4 MiB   | `ZIPCOLL_NET_SOCKET_BUFFER` (a size; `0`, `off` or `none`: the kernel's autotuning) |
 /// | `rate_limit_bytes_per_s` | none    | `ZIPCOLL_NET_RATE_LIMIT` (bytes per second, as [`crate::units`] reads them: `20000000`, `20M`, `1.5G`, `64MiB/s`, powers of 1024; `0`, `off` or `none`: no limit) |
 /// | `timeout`                | 60 s    | (the communicator's `ZIPCOLL_TIMEOUT_MS`) |
 ///
 /// A peer gets `threads_per_peer x sockets_per_thread` data sockets (at most
-/// [`MAX_SOCKETS_PER_PEER`]) and one control socket.
+/// [`MAX_SOCKETS_PER_PEER`]) and one control socket. Over loopback a writer is bound by the
+/// CPU copying its pieces into the kernel, so threads matter more than sockets: with the same
+/// 8 sockets, 8 writers of one socket each moved 21-22 GB/s on an H200 machine's 16 cores,
+/// 2 writers of 4 sockets 7.8-8.7 GB/s (BENCHMARKS.md, 2026-12-03 "NET writer threads").
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NetConfig {
     /// Writer threads per peer, each with its own data sockets.
@@ -268,8 +271,8 @@ pub struct NetConfig {
 impl Default for NetConfig {
     fn default() -> Self {
         NetConfig {
-            threads_per_peer: 2,
-            sockets_per_thread: 4,
+            threads_per_peer: 8,
+            sockets_per_thread: 1,
             min_piece_bytes: 64 << 10,
             socket_buffer_bytes: Some(4 << 20),
             rate_limit_bytes_per_s: None,
