@@ -255,11 +255,13 @@ impl Toolchain {
     /// (registers, stack, spills per function). Fails if ptxas rejects what it compiles or an
     /// entry is unknown. ptxas's time is mostly the big collective kernels, so a check that
     /// needs each kind of code compiled once, not each variant, takes a fraction of the
-    /// module's. One thread (`--split-compile 1`): even so, the stack and spill bytes of the
-    /// collective kernels were seen to differ between two runs over the same PTX, so the
-    /// snapshot view (`zipcoll_tests::ptxas_resources`) reports them against a bound.
+    /// module's. On every core (`--split-compile 0`): on the 2-core build machine the sm_90
+    /// snapshot test took 168 s against 270 s on one thread, with the same report (BENCHMARKS.md,
+    /// "CI's length"). The stack and spill bytes of the collective kernels were seen to differ
+    /// between two runs over the same PTX even on one thread, so the snapshot view
+    /// (`zipcoll_tests::ptxas_resources`) reports them against a bound.
     pub fn ptxas_entries(&self, ptx: &Path, arch: &str, entries: &[&str]) -> Result<String, BuildError> {
-        self.ptxas(ptx, arch, 1, entries).map(|(report, _)| report)
+        self.ptxas(ptx, arch, 0, entries).map(|(report, _)| report)
     }
 
     /// Compiles `ptx` ahead of time for `arch` (`sm_90`) with ptxas on every core
