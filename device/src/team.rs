@@ -1,10 +1,10 @@
 //! [`Team`]: the threads that drive one channel together, a warp or a whole thread block, and
 //! what they do together. The communication primitives are written once against it.
 //!
-//! | team            | `rank()`      | `size()`      | `barrier()`   | `sum_u32`, `leader_value`      | `solo(f)`                         |
-//! |-----------------|---------------|---------------|---------------|-------------------------------|-----------------------------------|
-//! | any [`Warp`]    | lane          | `WIDTH`       | warp sync     | shuffles                      | `f(warp)` on every lane           |
-//! | [`Block<W>`]    | thread in block | `block_dim` | block barrier | through shared memory ([`BLOCK_TEAM_BYTES`]) | `f` on warp 0, its result shared with every thread |
+//! | team            | `rank()`      | `size()`      | `barrier()`   | `sum_u32`, `leader_value`      | `solo(f)`                         | `codec_scratch()` |
+//! |-----------------|---------------|---------------|---------------|-------------------------------|-----------------------------------|-------------------|
+//! | any [`Warp`]    | lane          | `WIDTH`       | warp sync     | shuffles                      | `f(warp)` on every lane           | `None`            |
+//! | [`Block<W>`]    | thread in block | `block_dim` | block barrier | through shared memory ([`BLOCK_TEAM_BYTES`]) | `f` on warp 0, its result shared with every thread | the shared memory after the team's |
 //!
 //! Rank 0 is the team's leader: the thread that polls and publishes a FIFO's counters. Every
 //! method is called by every thread of the team, converged, with the same arguments (the value
@@ -31,7 +31,7 @@
 //! ```
 
 use crate::bits::warp_sum_u32;
-use crate::block::{block_sum, REDUCE_WORDS};
+use crate::block::{block_sum, Scratch, REDUCE_WORDS};
 use core::mem::{align_of, size_of, MaybeUninit};
 use zipcoll_targets::{Warp, Word};
 
@@ -59,6 +59,11 @@ pub trait Team: Copy {
     /// and returns its result on every thread of the team; the other warps wait. For the
     /// warp-cooperative code (the codecs) that a block-wide team runs on one warp.
     fn solo<R: Copy>(self, f: impl FnOnce(Self::Warp) -> R) -> R;
+    /// The block-shared memory left to block-wide codecs (a block frame's tables): on a
+    /// [`Block`], what follows the team's [`BLOCK_TEAM_BYTES`]; `None` on a warp, which codes
+    /// warp frames only. The same on every thread; the codec that takes it owns it until it
+    /// returns (every thread).
+    fn codec_scratch(self) -> Option<Scratch>;
 }
 
 impl<W: Warp> Team for W {
@@ -93,6 +98,10 @@ impl<W: Warp> Team for W {
     fn solo<R: Copy>(self, f: impl FnOnce(W) -> R) -> R {
         f(self)
     }
+    #[inline(always)]
+    fn codec_scratch(self) -> Option<Scratch> {
+        None
+    }
 }
 
 /// Bytes of the value [`Team::solo`] may share on a [`Block`] team.
@@ -109,6 +118,8 @@ pub struct Block<W> {
     w: W,
     /// `REDUCE_WORDS` u32 of block-shared memory, then the shared value's bytes.
     tmp: *mut u32,
+    /// Bytes of block-shared memory at `tmp` in all (at least `BLOCK_TEAM_BYTES`).
+    len: usize,
 }
 
 impl<W: Warp> Block<W> {
@@ -122,7 +133,11 @@ impl<W: Warp> Block<W> {
     pub unsafe fn new(w: W, base: *mut u8, len: usize) -> Option<Self> {
         let whole = w.block_dim().is_multiple_of(W::WIDTH) && w.warps_per_block() as usize <= REDUCE_WORDS;
         let fits = len >= BLOCK_TEAM_BYTES && (base as usize).is_multiple_of(16);
-        (whole && fits).then_some(Block { w, tmp: base.cast() })
+        (whole && fits).then_some(Block {
+            w,
+            tmp: base.cast(),
+            len,
+        })
     }
 
     /// Where the shared value lives: after the reductions' words (16-byte aligned: `4 *
@@ -186,5 +201,12 @@ impl<W: Warp> Team for Block<W> {
         // SAFETY: written before the barrier above and not written again before the next
         // `solo`'s first barrier; `R: Copy`, so the bytes are a whole `R`.
         unsafe { at.read().assume_init() }
+    }
+    #[inline(always)]
+    fn codec_scratch(self) -> Option<Scratch> {
+        let base = self.tmp.cast::<u8>().wrapping_add(BLOCK_TEAM_BYTES);
+        // SAFETY: `new`'s contract: `len >= BLOCK_TEAM_BYTES` bytes of this block's shared
+        // memory at `tmp`, used by the team alone; the team's own bytes come first.
+        Some(unsafe { Scratch::new(base, self.len - BLOCK_TEAM_BYTES) })
     }
 }

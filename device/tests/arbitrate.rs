@@ -547,6 +547,31 @@ fn few_coding_warps_go_raw_unless_the_link_is_slow() {
     }
 }
 
+/// Block channels code ExpAns with the whole block, the other codecs with one warp (slower
+/// than a warp channel's model: `NET_SLOWDOWN`); never faster than the whole GPU; with 64 of them Auto sends RAW over the NET preset (ExpAns ran at 0.43x RAW there on an
+/// H200) and ExpAns under a 500 MB/s cap (1.33x), as measured (BENCHMARKS.md, 2026-12-04).
+#[test]
+fn block_channels_decide_as_measured() {
+    for channels in [1, 16, 64, 256] {
+        let (warps, blocks) = (NET.with_coders(channels), NET.with_block_coders(channels));
+        for c in CodecId::ALL {
+            let (w, b, all) = (warps.cost(c), blocks.cost(c), NET.cost(c));
+            assert!(b.enc_s_per_byte >= all.enc_s_per_byte && b.dec_s_per_byte >= all.dec_s_per_byte);
+            if !matches!(c, CodecId::ExpAns | CodecId::Raw) {
+                assert!(b.enc_s_per_byte >= w.enc_s_per_byte && b.dec_s_per_byte >= w.dec_s_per_byte);
+            }
+        }
+    }
+    let (n, frame_elems) = (1 << 22, 1 << 18);
+    let data = normal::<Bf16>(n, 1.0, 4);
+    let capacity = (2 * n) as u64;
+    let net = NET.with_block_coders(64);
+    let fast = Arbiter::new(net).plan::<Bf16>(&data, frame_elems, capacity);
+    assert_eq!(fast.choice, None, "{fast:?}");
+    let slow = Arbiter::new(net.with_bandwidth_cap(500e6)).plan::<Bf16>(&data, frame_elems, capacity);
+    assert_eq!(slow.choice.map(|c| c.codec), Some(CodecId::ExpAns), "{slow:?}");
+}
+
 /// `never_codes` is exact where it says yes: the gate then decides RAW at every size and frame
 /// size; where it says no, some batch gets past the gate (to be sampled).
 #[test]

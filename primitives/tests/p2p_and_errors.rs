@@ -12,7 +12,7 @@ use sim_net::{Channel, Net};
 use zipcoll_device::codec::CodecId;
 use zipcoll_device::codec::{ExpAns, Huffman};
 use zipcoll_device::dtype::{Bf16, F32};
-use zipcoll_device::frame::FrameError;
+use zipcoll_device::frame::{FrameError, FrameHeader, BLOCK_FRAME_VERSION};
 use zipcoll_device::reduce::{Max, Sum};
 use zipcoll_primitives::collectives::{run_work, Coll, WorkDesc};
 use zipcoll_primitives::conn::Failure;
@@ -365,4 +365,46 @@ fn a_coded_frame_on_a_raw_only_block_is_a_typed_error() {
         out.iter().all(|&x| x == 0xAAAA),
         "nothing of the coded frame was written"
     );
+}
+
+/// A block team codes ExpAns frames with every thread, as block frames (format version 2):
+/// rank 0 sends one with a block of 64 threads; a block receiver of any compression but
+/// `RawOnly` (here `Off`) decodes it bit-exactly, while a warp receiver (the one-warp kernel's
+/// channel, which decodes warp frames only) rejects it as `UnsupportedVersion { found: 2 }` at
+/// step 0 and writes nothing.
+#[test]
+fn a_block_team_sends_block_frames_which_block_teams_decode() {
+    // one slot's worth, mostly of one exponent (so that ExpAns shrinks it), with -0.0, a NaN
+    // payload and infinities among them
+    let n = 200;
+    let specials = [0x8000u16, 0x7fc1, 0xff81, 0x7f80, 0xff80, 0x0001];
+    let data: Vec<u16> = (0..n)
+        .map(|i| match i % 13 {
+            0 => specials[(i / 13) % specials.len()],
+            _ => 0x3f80 + (i * 37 % 128) as u16,
+        })
+        .collect();
+    for (receiver, ok) in [(Channel::Block(64), true), (Channel::Warp, false)] {
+        let net = Net::new(2, 1, SLOT_BYTES);
+        let mut out = vec![0xAAAAu16; n];
+        let send = net.work(Coll::Send, 0, 0, 1, data.as_ptr().cast(), std::ptr::null_mut(), n, n);
+        let recv = net.work(Coll::Recv, 1, 0, 0, std::ptr::null(), out.as_mut_ptr().cast(), n, n);
+        let sent = net.run_on::<Bf16, Sum, Force<ExpAns>>(&[vec![send]], Channel::Block(64));
+        assert_eq!(sent, [Ok(())]);
+        let frame = net.slot(0, 1, 0);
+        let header = FrameHeader::parse_version(&frame, BLOCK_FRAME_VERSION).expect("a block frame");
+        assert_eq!(header.codec_id(), Some(CodecId::ExpAns), "coded, not RAW");
+        let got = net.run_on::<Bf16, Sum, Off>(&[vec![recv]], receiver);
+        if ok {
+            assert_eq!(got, [Ok(())]);
+            assert_eq!(out, data, "decoded bit-exactly");
+        } else {
+            let want = Failure {
+                step: 0,
+                error: ConnError::Frame(FrameError::UnsupportedVersion { found: 2 }),
+            };
+            assert_eq!(got, [Err(want)]);
+            assert!(out.iter().all(|&x| x == 0xAAAA), "nothing of the block frame was written");
+        }
+    }
 }

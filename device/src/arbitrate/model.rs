@@ -85,11 +85,24 @@ impl TransportModel {
     /// than a whole-GPU codec kernel, and a model that ignored that would choose codecs that
     /// make the collective slower than RAW.
     pub fn with_coders(self, warps: u32) -> TransportModel {
-        let warps = warps.max(1) as f32;
+        self.with_channel_rates(warps, &H200_WARP_CODECS)
+    }
+
+    /// This link as a collective whose `blocks` channels are thread blocks sees it: as
+    /// [`TransportModel::with_coders`] with one block channel's rates
+    /// ([`H200_BLOCK_CHANNEL_CODECS`]: a codec with a block coder codes with the whole block,
+    /// the others with its first warp).
+    pub fn with_block_coders(self, blocks: u32) -> TransportModel {
+        self.with_channel_rates(blocks, &H200_BLOCK_CHANNEL_CODECS)
+    }
+
+    /// Each codec at most `channels` times `one`'s rate, and never faster than the preset's.
+    fn with_channel_rates(self, channels: u32, one: &[CodecCost; CODECS]) -> TransportModel {
+        let channels = channels.max(1) as f32;
         let mut codecs = self.codecs;
-        for (c, one) in codecs.iter_mut().zip(H200_WARP_CODECS) {
-            c.enc_s_per_byte = c.enc_s_per_byte.max(one.enc_s_per_byte / warps);
-            c.dec_s_per_byte = c.dec_s_per_byte.max(one.dec_s_per_byte / warps);
+        for (c, one) in codecs.iter_mut().zip(one) {
+            c.enc_s_per_byte = c.enc_s_per_byte.max(one.enc_s_per_byte / channels);
+            c.dec_s_per_byte = c.dec_s_per_byte.max(one.dec_s_per_byte / channels);
         }
         TransportModel { codecs, ..self }
     }
@@ -132,6 +145,45 @@ const H200_WARP_CODECS: [CodecCost; CODECS] = [
     CodecCost::from_gbps(0.0, 3.4 / 64.0, 4.4 / 64.0),
     CodecCost::from_gbps(0.0, 2.4 / 64.0, 5.0 / 64.0),
 ];
+
+/// ExpAns's encode and decode GB/s in one block channel of an H200 as a collective over NET
+/// sees them (see [`H200_BLOCK_CHANNEL_CODECS`]), 2026-12-04 (BENCHMARKS.md): send/recv of
+/// 64 MiB of bf16 N(0,1) with ExpAns forced, 2 ranks on one H200, 64 channels, ran at 2.07
+/// GB/s with no rate limit (RAW 6.65), about 0.48 ns per byte; this additive model charges
+/// `l_enc + l_dec` per byte, so each is set to half of that at 64 channels: 0.0645 GB/s per
+/// channel. The same block coder in a CTA of its own codes 0.7 / 0.9 GB/s (device memory); over
+/// NET a channel's slots are pinned host memory, which the encoder writes and the decoder
+/// reads across PCIe (not profiled). With these rates Auto sends RAW on the unlimited NET link
+/// (where ExpAns ran at 0.43x RAW) and ExpAns under a 500 MB/s limit (where it ran at 1.33x).
+const EXPANS_BLOCK_ENC: f32 = 0.0645;
+const EXPANS_BLOCK_DEC: f32 = 0.0645;
+
+/// One block channel's codec rates on an H200 (a channel of the coding block-channel kernel,
+/// 256 threads): ExpAns, which has a block coder, at [`EXPANS_BLOCK_ENC`] /
+/// [`EXPANS_BLOCK_DEC`]; the other codecs are coded by the block's first warp, at
+/// [`H200_WARP_CODECS`]' rates slowed by [`NET_SLOWDOWN`], the factor between ExpAns's rate in
+/// a channel over NET and in a CTA of its own (their own rate in a block channel over NET was
+/// not measured; one warp coding over NET under a 500 MB/s limit ran all_reduce at 0.60x RAW on
+/// 2026-12-01, where the warp rates alone predict a gain).
+const H200_BLOCK_CHANNEL_CODECS: [CodecCost; CODECS] = [
+    CodecCost::FREE,
+    slowed(H200_WARP_CODECS[1]),
+    slowed(H200_WARP_CODECS[2]),
+    CodecCost::from_gbps(0.0, EXPANS_BLOCK_ENC, EXPANS_BLOCK_DEC),
+    slowed(H200_WARP_CODECS[4]),
+];
+
+/// ExpAns's CTA rate (0.7 / 0.9 GB/s, the mean 0.8) over its rate in a channel over NET.
+const NET_SLOWDOWN: f32 = 0.8 / EXPANS_BLOCK_ENC;
+
+/// `c` with its coding [`NET_SLOWDOWN`] times slower.
+const fn slowed(c: CodecCost) -> CodecCost {
+    CodecCost {
+        fixed_s: c.fixed_s,
+        enc_s_per_byte: c.enc_s_per_byte * NET_SLOWDOWN,
+        dec_s_per_byte: c.dec_s_per_byte * NET_SLOWDOWN,
+    }
+}
 
 /// NVLink between two H200s (NV18): 327 GB/s, the busbw NCCL 2.28.9's all_reduce of 1 GiB of
 /// bf16 reached on 2026-11-30 (peer copies reached 394 GB/s); latency 3 us is a placeholder.

@@ -103,6 +103,28 @@ pub fn decode_scratch_bytes(block_dim: u32) -> usize {
     4 * REDUCE_WORDS + 16 + ExpAns::decode_scratch_bytes(block_dim)
 }
 
+/// Shared-memory bytes that any block coder needs to encode or decode with `block_dim`
+/// threads: the scratch a communication kernel reserves for its channel's block frames.
+pub fn coder_scratch_bytes(block_dim: u32) -> usize {
+    encode_scratch_bytes::<ExpAns>(block_dim).max(decode_scratch_bytes(block_dim))
+}
+
+/// [`encode_block_frame`] with the block coder of codec `id`; `None` when `id` has none (RAW
+/// included: its frames are written by the communication kernels' RAW pass). The one list of
+/// block coders on the encode side; [`decode_block_frame`] holds the decode side's.
+pub fn encode_block_frame_with<W: Warp, T: Split>(
+    w: W,
+    scratch: Scratch,
+    id: CodecId,
+    input: &[T::Bits],
+    out: LaneOut<'_>,
+) -> Option<Result<usize, FrameError>> {
+    match id {
+        CodecId::ExpAns => Some(encode_block_frame::<W, T, ExpAns>(w, scratch, input, out)),
+        _ => None,
+    }
+}
+
 /// Split word `i` of the elements' bytes (little-endian, zero past the end), read as whole
 /// elements (naturally aligned loads).
 #[inline(always)]

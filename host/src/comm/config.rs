@@ -8,7 +8,7 @@
 //! | `transport`    | `Auto`                     | `ZIPCOLL_TRANSPORT`         | `auto`, `p2p`, `net` (`sim` for the simulator's in-process FIFOs) |
 //! | `buffer_bytes` | 4 MiB / 64 KiB             | `ZIPCOLL_BUFFER_BYTES`      | bytes of one FIFO (8 slots): 2K..=8G, with the suffixes of [`crate::units`] (`1M`, `64KiB`) |
 //! | `channels`     | 64 / 2                     | `ZIPCOLL_CHANNELS`          | channels (each with its own FIFOs) per collective and peer (1..=256) |
-//! | `channel_threads` | 256 / 64                | `ZIPCOLL_CHANNEL_THREADS`   | threads driving a channel in calls every rank sends RAW (compression off, or Auto deciding RAW from the size alone): 32..=512, whole warps; 32 keeps such calls on the one-warp kernel. Other calls drive a channel with one warp |
+//! | `channel_threads` | 256 / 64                | `ZIPCOLL_CHANNEL_THREADS`   | threads driving a channel (a block): 32..=512, whole warps; 32 drives every channel with one warp (the one-warp kernel, whose frames are coded by a warp). Calls every rank sends RAW (compression off, or Auto deciding RAW from the size alone) run the RAW-only block kernel; others the coding block kernel, whose block frames are coded by every thread |
 //! | `max_inflight` | 16                         | `ZIPCOLL_MAX_INFLIGHT`      | calls enqueued and not finished (1..=1024; a GPU's call slots) |
 //! | `timeout`      | 60 s / 20 s                | `ZIPCOLL_TIMEOUT_MS`        | how long any wait for a peer may last, in ms (at least 1) |
 //! | `profile`      | off                        | `ZIPCOLL_PROFILE`           | `1`: time each call's plan upload and kernel on the device (CUDA events), read by `Communicator::call_times` |
@@ -106,8 +106,8 @@ pub struct Config {
     pub buffer_bytes: u64,
     /// Channels per collective (per peer for send/recv), each with its own FIFOs.
     pub channels: usize,
-    /// Threads driving each channel of a call that every rank sends RAW (a block of the
-    /// block-channel kernel; 32: one warp, the kernel every other call runs).
+    /// Threads driving each channel (a block of the block-channel kernels; 32: one warp, the
+    /// one-warp kernel). Every rank must agree on whether it is 32.
     pub channel_threads: u32,
     /// Calls that may be in flight at once (on a GPU, each has a slot with its own scratch,
     /// status records and event); a call beyond them first waits for the oldest.

@@ -25,7 +25,7 @@ use super::exec_cuda::{self, Slot};
 use super::exec_sim;
 use super::fabric::{Fabric, FifoLayout};
 use super::inflight::InFlight;
-use super::plan::Plan;
+use super::plan::{ChannelTeam, Plan, ONE_WARP};
 use super::{Bootstrap, UniqueId};
 use crate::backend::Backend;
 use crate::cuda::{cuda_error, CudaGpu};
@@ -114,8 +114,14 @@ fn fingerprint(backend: Backend, config: &Config) -> Vec<u8> {
         Backend::Sim | Backend::Sim64 => format!("{backend:?}"),
         _ => "gpu".into(),
     };
+    // warp channels decode warp frames only: a rank whose channels are blocks may send block
+    // frames
+    let teams = match config.channel_threads {
+        ONE_WARP => "warp",
+        _ => "block",
+    };
     format!(
-        "{kind} {:?} {} {}",
+        "{kind} {:?} {} {} {teams}",
         config.transport, config.buffer_bytes, config.channels
     )
     .into_bytes()
@@ -249,7 +255,7 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
     let prints = b.allgather(&fingerprint(backend, config))?;
     if let Some(q) = prints.iter().position(|p| p != &prints[0]) {
         return Err(Error::InvalidArgument(format!(
-            "rank {q} runs {:?} but rank 0 runs {:?}: backends, transports, buffer sizes and channels must agree",
+            "rank {q} runs {:?} but rank 0 runs {:?}: backends, transports, buffer sizes, channels and whether a channel is a warp must agree",
             String::from_utf8_lossy(&prints[q]),
             String::from_utf8_lossy(&prints[0])
         )));
@@ -755,14 +761,14 @@ impl Links {
         Ok(())
     }
 
-    /// Most blocks of `threads` threads (a plan's "warps") one launch of the collective
+    /// Most blocks of `team` (a plan's "warps") one launch of the collective
     /// kernel for (`dtype`, `op`) may have: as many as are resident at once (they wait on each
     /// other's FIFOs). The simulator runs every block on its own thread: [`MAX_WARPS`]; a GPU:
     /// what the occupancy API says its multiprocessors hold, at most [`MAX_WARPS`].
-    pub fn max_warps(&self, threads: u32, dtype: DType, op: ReduceOp) -> Result<usize> {
+    pub fn max_warps(&self, team: ChannelTeam, dtype: DType, op: ReduceOp) -> Result<usize> {
         match &self.engine {
             Engine::Sim { .. } => Ok(MAX_WARPS),
-            Engine::Cuda { gpu, .. } => Ok(exec_cuda::resident_blocks(gpu, threads, dtype, op)?.min(MAX_WARPS)),
+            Engine::Cuda { gpu, .. } => Ok(exec_cuda::resident_blocks(gpu, team, dtype, op)?.min(MAX_WARPS)),
         }
     }
 

@@ -22,22 +22,21 @@
 
 use super::connect::MAX_WARPS;
 use super::inflight::{Finish, Record};
-use super::plan::{Plan, ONE_WARP};
+use super::plan::{ChannelTeam, Plan};
 use crate::cuda::{cuda_error, CudaGpu};
 use crate::cuda_mem::{copy_to_host_async, DeviceAlloc, PinnedHost};
 use crate::dispatch::dispatch_dtype;
 use crate::error::{Error, Result};
-use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::sys::{CUevent_flags, CUfunction_attribute};
 use cudarc::driver::{CudaEvent, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
 use std::time::Duration;
 use zipcoll_device::arbitrate::{sampled_words, word_bytes};
 use zipcoll_device::dtype::DType;
 use zipcoll_device::reduce::ReduceOp;
-use zipcoll_device::team::BLOCK_TEAM_BYTES;
 use zipcoll_primitives::collectives::WorkDesc;
 use zipcoll_primitives::conn::{ChannelDesc, STATUS_WORDS};
-use zipcoll_primitives::kernels::{Collective, CollectiveBlock};
+use zipcoll_primitives::kernels::{Collective, CollectiveBlock, CollectiveBlockCoded};
 
 /// Bytes of one status record.
 const RECORD_BYTES: usize = 4 * STATUS_WORDS;
@@ -146,7 +145,7 @@ impl Slot {
                 "{warps} warps in one launch, at most {MAX_WARPS}"
             )));
         }
-        let f = collective_kernel(&self.gpu, plan.threads, dtype, op)?;
+        let f = collective_kernel(&self.gpu, plan.team, dtype, op)?;
         let layout = Layout::of(plan);
         if self.scratch.bytes() < layout.total {
             let ctx = self.gpu.context();
@@ -169,7 +168,7 @@ impl Slot {
             image[..layout.total].copy_from_slice(&self.next);
         }
         status[..warps * RECORD_BYTES].fill(0);
-        let enqueued = self.enqueue(&f, layout, warps, plan.threads, upload);
+        let enqueued = self.enqueue(&f, layout, warps, plan.team, upload);
         match enqueued {
             Ok(()) => {
                 self.warps = warps;
@@ -190,7 +189,7 @@ impl Slot {
 
     /// The copy (if `upload`), the kernel and the event, on the stream (and the profile's
     /// events before the copy and before the kernel).
-    fn enqueue(&self, f: &CudaFunction, layout: Layout, warps: usize, threads: u32, upload: bool) -> Result<()> {
+    fn enqueue(&self, f: &CudaFunction, layout: Layout, warps: usize, team: ChannelTeam, upload: bool) -> Result<()> {
         let stream = &self.stream;
         let ctx = self.gpu.context();
         ctx.bind_to_thread().map_err(cuda_error("cuCtxSetCurrent"))?;
@@ -211,8 +210,8 @@ impl Slot {
             let (works_ptr, starts_ptr) = (base + layout.works_at as u64, base + layout.starts_at as u64);
             let cfg = LaunchConfig {
                 grid_dim: (warps as u32, 1, 1),
-                block_dim: (threads, 1, 1),
-                shared_mem_bytes: shared_bytes(threads),
+                block_dim: (team.threads(), 1, 1),
+                shared_mem_bytes: team.shared_bytes(),
             };
             let mut launch = stream.launch_builder(f);
             launch.arg(&works_ptr).arg(&starts_ptr);
@@ -270,30 +269,39 @@ impl Finish for Slot {
     }
 }
 
-/// The collective kernel for blocks of `threads` threads: `collective` for one warp, else
-/// `collective_block` (RAW only; its team's shared memory is [`shared_bytes`]).
-fn collective_kernel(gpu: &CudaGpu, threads: u32, dtype: DType, op: ReduceOp) -> Result<CudaFunction> {
-    match threads {
-        ONE_WARP => gpu.registry().function::<Collective>(Some(dtype), Some(op)),
-        _ => gpu.registry().function::<CollectiveBlock>(Some(dtype), Some(op)),
+/// The collective kernel that runs channels driven by `team` (see [`ChannelTeam`]), allowed
+/// the team's dynamic shared memory (a block coder's scratch takes more than the 48 KiB a
+/// launch gets without asking: `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
+fn collective_kernel(gpu: &CudaGpu, team: ChannelTeam, dtype: DType, op: ReduceOp) -> Result<CudaFunction> {
+    let registry = gpu.registry();
+    let f = match team {
+        ChannelTeam::Warp => registry.function::<Collective>(Some(dtype), Some(op)),
+        ChannelTeam::RawBlock(_) => registry.function::<CollectiveBlock>(Some(dtype), Some(op)),
+        ChannelTeam::CodedBlock(_) => registry.function::<CollectiveBlockCoded>(Some(dtype), Some(op)),
+    }?;
+    let shared = team.shared_bytes();
+    if shared > DEFAULT_SHARED_BYTES {
+        gpu.context().bind_to_thread().map_err(cuda_error("cuCtxSetCurrent"))?;
+        f.set_attribute(
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            shared as i32,
+        )
+        .map_err(cuda_error("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"))?;
     }
+    Ok(f)
 }
 
-/// Dynamic shared memory of a collective block of `threads` threads.
-fn shared_bytes(threads: u32) -> u32 {
-    match threads {
-        ONE_WARP => 0,
-        _ => BLOCK_TEAM_BYTES as u32,
-    }
-}
+/// Dynamic shared memory a launch may have without opting in (CUDA's 48 KiB).
+const DEFAULT_SHARED_BYTES: u32 = 48 << 10;
 
-/// Blocks of `threads` threads of the collective kernel for (`dtype`, `op`) that `gpu` holds
-/// at once: the occupancy API's blocks per multiprocessor times the multiprocessors.
-pub(crate) fn resident_blocks(gpu: &CudaGpu, threads: u32, dtype: DType, op: ReduceOp) -> Result<usize> {
-    let f = collective_kernel(gpu, threads, dtype, op)?;
+/// Blocks of `team`'s kernel for (`dtype`, `op`) that `gpu` holds at once: the occupancy API's
+/// blocks per multiprocessor (with the team's threads and shared memory) times the
+/// multiprocessors.
+pub(crate) fn resident_blocks(gpu: &CudaGpu, team: ChannelTeam, dtype: DType, op: ReduceOp) -> Result<usize> {
+    let f = collective_kernel(gpu, team, dtype, op)?;
     gpu.context().bind_to_thread().map_err(cuda_error("cuCtxSetCurrent"))?;
     let per_sm = f
-        .occupancy_max_active_blocks_per_multiprocessor(threads, shared_bytes(threads) as usize, None)
+        .occupancy_max_active_blocks_per_multiprocessor(team.threads(), team.shared_bytes() as usize, None)
         .map_err(cuda_error("cuOccupancyMaxActiveBlocksPerMultiprocessor"))?;
     let sms = gpu
         .context()

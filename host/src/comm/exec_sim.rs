@@ -1,9 +1,10 @@
 //! Runs a [`Plan`] on the simulator: one simulated block per plan warp, every block co-resident
 //! (they wait on each other's peers), the generic `run_works` instantiated for the call's dtype
 //! and operator as the GPU kernels are: blocks of one warp with `ByChannel` compression, or
-//! blocks of [`Plan::threads`] threads driving their channels as one team with `RawOnly`.
+//! blocks of [`Plan::team`]'s threads driving their channels as one team, with `RawOnly` or
+//! `ByChannel` (whose block coders take the shared memory after the team's).
 
-use super::plan::{Plan, ONE_WARP};
+use super::plan::{ChannelTeam, Plan};
 use crate::dispatch::dispatch;
 use crate::error::{Error, Result};
 use crate::transport::host_mem::HostWords;
@@ -11,7 +12,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 use zipcoll_device::dtype::{DType, Split};
 use zipcoll_device::reduce::{RedOp, ReduceOp};
-use zipcoll_device::team::{Block, BLOCK_TEAM_BYTES};
+use zipcoll_device::team::Block;
 use zipcoll_primitives::collectives::{run_works, WorkDesc};
 use zipcoll_primitives::conn::STATUS_WORDS;
 use zipcoll_primitives::prims::{ByChannel, RawOnly};
@@ -47,12 +48,16 @@ pub(crate) fn run<const W: u32>(
     let mut cfg = LaunchConfig::new(warps as u32, W).with_timeout(wait + Duration::from_secs(10));
     cfg.co_resident_blocks = warps as u32;
     // a block team is whole warps of `W` lanes
-    let block = plan.threads != ONE_WARP;
-    if block {
-        cfg.block_dim = plan.threads.next_multiple_of(W);
-        cfg.shared_bytes = BLOCK_TEAM_BYTES as u32;
+    let team = match plan.team {
+        ChannelTeam::Warp => ChannelTeam::Warp,
+        ChannelTeam::RawBlock(t) => ChannelTeam::RawBlock(t.next_multiple_of(W)),
+        ChannelTeam::CodedBlock(t) => ChannelTeam::CodedBlock(t.next_multiple_of(W)),
+    };
+    if team != ChannelTeam::Warp {
+        cfg.block_dim = team.threads();
+        cfg.shared_bytes = team.shared_bytes();
     }
-    dispatch!(dtype, op, |T, O| go::<W, T, O>(cfg, block, &works))?;
+    dispatch!(dtype, op, |T, O| go::<W, T, O>(cfg, team, &works))?;
     let words = status.load();
     Ok(words
         .chunks_exact(STATUS_WORDS)
@@ -61,25 +66,28 @@ pub(crate) fn run<const W: u32>(
 }
 
 /// The launch for one instantiation; a panic in a simulated kernel is an [`Error::Sim`].
-fn go<const W: u32, T: Split, O: RedOp>(cfg: LaunchConfig, block: bool, works: &Works<'_>) -> Result<()> {
+fn go<const W: u32, T: Split, O: RedOp>(cfg: LaunchConfig, team: ChannelTeam, works: &Works<'_>) -> Result<()> {
     let threads = cfg.block_dim;
     let kernel = |w: SimWarp<W>| {
         let mine = works.of(w.block_idx() as usize);
         // SAFETY (both): the plan's descriptors point at live buffers, FIFOs and status records
         // of the communicator (checked by its call), and block `b` is the only user of its
         // channels; a failure is written to the channel's status record.
-        if !block {
+        if team == ChannelTeam::Warp {
             let _ = unsafe { run_works::<SimWarp<W>, T, O, ByChannel>(w, mine) };
             return;
         }
         let (base, len) = w.shared_mem();
         // SAFETY: the block's own shared memory, for its team alone.
-        match unsafe { Block::new(w, base, len as usize) } {
-            Some(team) => {
-                let _ = unsafe { run_works::<Block<SimWarp<W>>, T, O, RawOnly>(team, mine) };
+        match (unsafe { Block::new(w, base, len as usize) }, team) {
+            (Some(block), ChannelTeam::RawBlock(_)) => {
+                let _ = unsafe { run_works::<Block<SimWarp<W>>, T, O, RawOnly>(block, mine) };
+            }
+            (Some(block), _) => {
+                let _ = unsafe { run_works::<Block<SimWarp<W>>, T, O, ByChannel>(block, mine) };
             }
             // (the config checks channel threads: whole warps, at most 512)
-            None => panic!("a block of {threads} threads cannot drive a channel"),
+            (None, _) => panic!("a block of {threads} threads cannot drive a channel"),
         }
     };
     match catch_unwind(AssertUnwindSafe(|| launch::<W>(cfg, kernel))) {

@@ -85,7 +85,7 @@ use connect::Links;
 use control::{Cause, CauseKind};
 use fabric::Fabric;
 use inflight::{Failed, Wait, CALL_NAMES};
-use plan::{CollArgs, P2pOp, Plan};
+use plan::{ChannelTeam, CollArgs, P2pOp, Plan};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 use zipcoll_device::arbitrate::{Arbiter, Plan as ArbitrationPlan, TransportModel, NET, NVLINK};
@@ -712,9 +712,10 @@ impl Communicator {
     }
 
     /// The link model Auto decides with: the link's preset, capped at the NET rate limit if one
-    /// is set, and on a GPU with the coding rate of this communicator's channels (one warp codes
-    /// each: [`TransportModel::with_coders`]). The simulator keeps the presets' rates, so that
-    /// Auto's codecs run there.
+    /// is set, and on a GPU with the coding rate of this communicator's channels (a block
+    /// channel's, [`TransportModel::with_block_coders`], or one warp's where channels are warps,
+    /// [`TransportModel::with_coders`]). The simulator keeps the presets' rates, so that Auto's
+    /// codecs run there.
     fn link_model(&self) -> TransportModel {
         let kind = self.links.kind();
         let link = match kind {
@@ -728,7 +729,10 @@ impl Communicator {
         };
         match self.backend {
             Backend::Sim | Backend::Sim64 => link,
-            _ => link.with_coders(self.config.channels as u32),
+            _ => match self.config.channel_threads {
+                plan::ONE_WARP => link.with_coders(self.config.channels as u32),
+                _ => link.with_block_coders(self.config.channels as u32),
+            },
         }
     }
 
@@ -780,13 +784,16 @@ impl Communicator {
         }
     }
 
-    /// Threads driving each channel of a launch: [`Config::channel_threads`] where every rank
-    /// sends RAW (the block-channel kernel, which decodes RAW frames only), else one warp (the
-    /// kernel that decodes any codec).
-    fn channel_threads(&self, sending: Sending) -> u32 {
-        match sending.every_rank_raw {
-            true => self.config.channel_threads,
-            false => plan::ONE_WARP,
+    /// What drives each channel of a launch: blocks of [`Config::channel_threads`] (RAW only
+    /// where every rank sends RAW, else coding with the channel's codec), or one warp where the
+    /// config asks for one. The kind depends only on the config (agreed at init) and on
+    /// `every_rank_raw` (the same on every rank), so every rank's kernel decodes what its peers
+    /// send.
+    fn channel_team(&self, sending: Sending) -> ChannelTeam {
+        match (self.config.channel_threads, sending.every_rank_raw) {
+            (plan::ONE_WARP, _) => ChannelTeam::Warp,
+            (threads, true) => ChannelTeam::RawBlock(threads),
+            (threads, false) => ChannelTeam::CodedBlock(threads),
         }
     }
 
@@ -815,10 +822,11 @@ impl Communicator {
     /// other's FIFOs): more than the device holds is an [`Error::InvalidArgument`] that leaves
     /// the communicator usable. An error finding the limit (a driver error, kernels not built)
     /// fails the communicator, as a launch that cannot be enqueued does.
-    fn check_resident(&self, warps: usize, threads: u32, dtype: DType, op: ReduceOp) -> Result<()> {
+    fn check_resident(&self, warps: usize, team: ChannelTeam, dtype: DType, op: ReduceOp) -> Result<()> {
+        let threads = team.threads();
         let limit = self
             .links
-            .max_warps(threads, dtype, op)
+            .max_warps(team, dtype, op)
             .inspect_err(|e| self.fail(e.to_string()))?;
         if warps > limit {
             return Err(Error::InvalidArgument(format!(
@@ -985,8 +993,8 @@ impl Communicator {
         self.report(found)?;
         let sending = sending()?;
         let mut plan = plan(self.links.fabric());
-        plan.threads = self.channel_threads(sending);
-        self.check_resident(plan.warps(), plan.threads, dtype, op)?;
+        plan.team = self.channel_team(sending);
+        self.check_resident(plan.warps(), plan.team, dtype, op)?;
         plan.set_codec(sending.codec);
         let launched = self
             .links
@@ -1188,7 +1196,7 @@ impl<'a> Group<'a> {
         for &dtype in &dtypes {
             comm.check_resident(
                 Plan::group_warps(&of(dtype), comm.config.channels),
-                comm.channel_threads(group_sending),
+                comm.channel_team(group_sending),
                 dtype,
                 ReduceOp::Sum,
             )?;

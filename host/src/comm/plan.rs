@@ -1,8 +1,14 @@
 //! What one call runs: the warps of a launch, each with its list of [`WorkDesc`]s and the
 //! [`ChannelDesc`]s they use, built from the rank's [`Fabric`] for any backend (the pointers are
 //! bound to where the lists are copied last, by [`Plan::bind`]). A plan's "warp" is one block of
-//! the launch, the team that drives its channels: one warp, or [`Plan::threads`] threads in the
-//! block-channel kernel.
+//! the launch, the team that drives its channels: one warp, or a block of threads
+//! ([`Plan::team`]).
+//!
+//! | [`ChannelTeam`] | kernel                   | frames it decodes | dynamic shared memory |
+//! |-----------------|--------------------------|-------------------|-----------------------|
+//! | `Warp`          | `collective`             | any codec         | none                  |
+//! | `RawBlock(t)`   | `collective_block`       | RAW only (every rank of the call sends RAW) | the team's |
+//! | `CodedBlock(t)` | `collective_block_coded` | any codec; block coders code with every thread | the team's and a block coder's |
 //!
 //! | call                    | warps                                   | warp's works               | channels per work |
 //! |-------------------------|-----------------------------------------|----------------------------|-------------------|
@@ -11,6 +17,8 @@
 
 use super::fabric::Fabric;
 use zipcoll_primitives::collectives::{Coll, WorkDesc};
+use zipcoll_device::codec::block_frame::coder_scratch_bytes;
+use zipcoll_device::team::BLOCK_TEAM_BYTES;
 use zipcoll_primitives::conn::{ChannelDesc, STATUS_WORDS};
 
 /// The launch of one call (see the module table).
@@ -21,14 +29,45 @@ pub(crate) struct Plan {
     pub works: Vec<WorkDesc>,
     /// Warp `b` runs `works[warp_starts[b]..warp_starts[b + 1]]`.
     pub warp_starts: Vec<u32>,
-    /// Threads of each block: [`ONE_WARP`] (the kernel that decodes any codec, one warp per
-    /// block), or more (the block-channel kernel: every rank of the call sends RAW).
-    pub threads: u32,
+    /// What drives each channel, and so which kernel runs the plan.
+    pub team: ChannelTeam,
 }
 
-/// [`Plan::threads`] of a launch of the one-warp kernel (on the simulator, a warp of whatever
-/// width it simulates).
+/// What drives each channel of a launch (see the module table); the same kind on every rank of
+/// a call, so that each decodes the frames its peers send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ChannelTeam {
+    /// One warp (on the simulator, a warp of whatever width it simulates).
+    Warp,
+    /// A block of this many threads sending and taking RAW frames only.
+    RawBlock(u32),
+    /// A block of this many threads, coding with the channel's codec.
+    CodedBlock(u32),
+}
+
+/// Threads of a [`ChannelTeam::Warp`] block on a GPU.
 pub(crate) const ONE_WARP: u32 = 32;
+
+impl ChannelTeam {
+    /// Threads per block (a warp's on a GPU for `Warp`).
+    pub fn threads(self) -> u32 {
+        match self {
+            ChannelTeam::Warp => ONE_WARP,
+            ChannelTeam::RawBlock(t) | ChannelTeam::CodedBlock(t) => t,
+        }
+    }
+
+    /// Bytes of dynamic shared memory per block: the block team's, and a block coder's scratch
+    /// after them where the block codes.
+    pub fn shared_bytes(self) -> u32 {
+        let bytes = match self {
+            ChannelTeam::Warp => 0,
+            ChannelTeam::RawBlock(_) => BLOCK_TEAM_BYTES,
+            ChannelTeam::CodedBlock(t) => BLOCK_TEAM_BYTES + coder_scratch_bytes(t),
+        };
+        bytes as u32
+    }
+}
 
 /// One point-to-point operation of a group.
 #[derive(Clone, Copy, Debug)]
@@ -58,7 +97,7 @@ impl Plan {
             channels: Vec::new(),
             works: Vec::new(),
             warp_starts: vec![0],
-            threads: ONE_WARP,
+            team: ChannelTeam::Warp,
         }
     }
 

@@ -5,7 +5,8 @@
 //! | kernel               | a channel is driven by | frames it sends                            | frames it decodes | instances  |
 //! |----------------------|------------------------|--------------------------------------------|-------------------|------------|
 //! | [`collective`]       | a block of one warp    | coded with each channel's codec (`ChannelDesc::codec`: RAW is compression off) | any codec | dtype x op |
-//! | [`collective_block`] | a block of up to 32 warps ([`Block`]) | RAW                          | RAW only          | dtype x op, NVIDIA |
+//! | [`collective_block`] | a block of up to 16 warps ([`Block`]) | RAW                          | RAW only          | dtype x op, NVIDIA |
+//! | [`collective_block_coded`] | a block of up to 16 warps, with shared memory for a block coder | each channel's codec: block frames coded by the whole block where the codec has a block coder (ExpAns), else warp frames coded by its first warp | any codec, either frame format | dtype x op, NVIDIA |
 //!
 //! In [`collective`] the codec is a run-time choice (`ByChannel`), not a kernel per codec: every
 //! schedule of every collective is in each kernel, and the data-movement schedules and the frame
@@ -15,12 +16,14 @@
 //! deciding RAW from the call's size alone, which every rank does alike): no symbol coder in it,
 //! so it stays small enough for blocks of 512 threads, every thread moving vectors of the
 //! step; a coded frame is a typed error there (`FrameError::CodecNotBuilt`), never decoded
-//! wrong. Failures are in each channel's status record (the work descriptor's `status`), not in
-//! the launch's result.
+//! wrong. [`collective_block_coded`] is for the other calls on NVIDIA GPUs: a channel's frames
+//! are coded and decoded by its whole block where the codec has a block coder, so a channel
+//! codes at a block's rate, not a warp's. Failures are in each channel's status record (the
+//! work descriptor's `status`), not in the launch's result.
 
 use crate::collectives::{report_first, run_works, WorkDesc};
 use crate::conn::{ConnError, Failure};
-use crate::prims::{ByChannel, RawOnly};
+use crate::prims::{ByChannel, Compression, RawOnly};
 use zipcoll_codegen::kernel;
 use zipcoll_device::dtype::Split;
 use zipcoll_device::reduce::RedOp;
@@ -67,6 +70,40 @@ pub unsafe fn collective<W: Warp, T: Split, O: RedOp>(w: W, works: *const u8, st
 /// is for this kernel alone.
 #[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2], op = [sum, prod, min, max, avg], vendor = [nvptx])]
 pub unsafe fn collective_block<W: Warp + SharedMem, T: Split, O: RedOp>(w: W, works: *const u8, starts: *const u32) {
+    // SAFETY: forwarded to the caller.
+    unsafe { run_blocks::<W, T, O, RawOnly>(w, works, starts) }
+}
+
+/// Runs the launch's works with each block as one channel team, as [`collective_block`], with
+/// each channel's frames coded with the codec its descriptor names (as [`collective`]): by the
+/// whole block where the codec has a block coder, in the launch's dynamic shared memory after
+/// the team's (`zipcoll_device::codec::block_frame::coder_scratch_bytes`; less makes such
+/// frames fail with `ScratchTooSmall`).
+///
+/// # Safety
+/// As [`collective_block`].
+#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2], op = [sum, prod, min, max, avg], vendor = [nvptx])]
+pub unsafe fn collective_block_coded<W: Warp + SharedMem, T: Split, O: RedOp>(
+    w: W,
+    works: *const u8,
+    starts: *const u32,
+) {
+    // SAFETY: forwarded to the caller.
+    unsafe { run_blocks::<W, T, O, ByChannel>(w, works, starts) }
+}
+
+/// The block-channel kernels' body: block `b` forms its team over the launch's dynamic shared
+/// memory and runs its works with compression `E`; a block that cannot form its team reports
+/// [`ConnError::BadLaunch`] to its first work (from its first warp) and runs nothing.
+///
+/// # Safety
+/// As [`collective_block`].
+#[inline(always)]
+unsafe fn run_blocks<W: Warp + SharedMem, T: Split, O: RedOp, E: Compression>(
+    w: W,
+    works: *const u8,
+    starts: *const u32,
+) {
     // SAFETY: the caller's contract.
     let mine = unsafe { block_works(w.block_idx(), works, starts) };
     let (base, len) = w.shared_mem();
@@ -74,7 +111,7 @@ pub unsafe fn collective_block<W: Warp + SharedMem, T: Split, O: RedOp>(w: W, wo
     match unsafe { Block::new(w, base, len as usize) } {
         Some(team) => {
             // SAFETY: forwarded to the caller; a failure is in the channel's status record.
-            let _ = unsafe { run_works::<Block<W>, T, O, RawOnly>(team, mine) };
+            let _ = unsafe { run_works::<Block<W>, T, O, E>(team, mine) };
         }
         None if w.warp_idx() == 0 => {
             let error = ConnError::BadLaunch {

@@ -40,12 +40,15 @@
 //! no staging buffer, no scalar passes. Anything else (coded frames, a frame
 //! that is not what the step expects) takes the general path above.
 //!
-//! A channel is driven by one team ([`Team`]): a warp, or a whole thread block. The RAW fast path
-//! spreads its vectors over every thread of the team; the general path's frame codec is
-//! warp-cooperative (all lanes of a warp encode or decode one frame together), so on a block
-//! team it runs on the block's first warp while the others wait ([`Team::solo`]), and the
-//! block shares its outcome. Every step ends with a team sync, so the next step may reuse the
-//! staging buffer.
+//! A channel is driven by one team ([`Team`]): a warp, or a whole thread block. Both paths run
+//! on the whole team: the RAW fast path spreads its vectors over every thread, and the general
+//! path waits, combines and posts as a team. Its frames are coded by the whole block where the
+//! team is a block with shared memory for a codec and the codec has a block coder (block
+//! frames, [`Compression::encode_block`] / [`Compression::decode_block`]); otherwise the frame
+//! codec is warp-cooperative (all lanes of a warp encode or decode one frame together), so on
+//! a block team it runs on the block's first warp while the others wait ([`Team::solo`]), and
+//! the block shares its outcome. Every step ends with a team sync, so the next step may reuse
+//! the staging buffer.
 
 mod compression;
 pub mod raw;
@@ -55,12 +58,14 @@ pub use compression::{ByChannel, Compression, Force, Off, RawOnly};
 
 use crate::conn::{ChannelDesc, ConnError, Failure, RecvConn, SendConn, Side};
 use core::marker::PhantomData;
+use zipcoll_device::block::Scratch;
 use zipcoll_device::codec::{max_encoded_len, LaneOut};
+use zipcoll_device::frame::BLOCK_FRAME_VERSION;
 use zipcoll_device::dtype::{Elem, Split};
 use zipcoll_device::frame::FrameError;
 use zipcoll_device::reduce::{RedOp, ReduceOp};
 use zipcoll_device::team::Team;
-use zipcoll_targets::{Lanes, Warp};
+use zipcoll_targets::Warp;
 
 /// `O` without its per-contribution step: `pre` is the identity, `combine` is `O`'s. For steps
 /// whose local input is already pre-processed (a partial reduction, a reduced result, or data
@@ -190,23 +195,14 @@ impl<M: Team, T: Split, O: RedOp, E: Compression> Prims<M, T, O, E> {
         if let Some(done) = unsafe { self.run_raw::<RECV, REDUCE, SEND, COPY>(src, dst, n) } {
             return done;
         }
-        let (op, link) = (self.op, &mut self.link);
-        // the general path on one warp (the whole team when it is one); its outcome and the
-        // connections' steps after it, for every thread
-        let (result, steps) = link.team.solo(|w| {
-            let general = General::<M::Warp, M, T, E, RECV, SEND, COPY> {
-                w,
-                link: &mut *link,
-                src,
-                dst,
-                n,
-            };
-            // SAFETY: forwarded from the caller; the sides the flags need are present (checked).
-            let result = unsafe { value::with_step_value::<O, RECV, REDUCE, _>(op, general) };
-            (result, link.steps())
-        });
-        link.set_steps(steps);
-        result
+        let general = General::<M, T, E, RECV, SEND, COPY> {
+            link: &mut self.link,
+            src,
+            dst,
+            n,
+        };
+        // SAFETY: forwarded from the caller; the sides the flags need are present (checked).
+        unsafe { value::with_step_value::<O, RECV, REDUCE, _>(self.op, general) }
     }
 
     /// The step over [`raw`]'s fast path, when it applies: the frame sent (if any) is RAW and
@@ -363,9 +359,8 @@ impl<M: Team, T: Split, O: RedOp, E: Compression> Prims<M, T, O, E> {
     }
 }
 
-/// [`Link::run_general`] as a [`value::StepFn`], on warp `w` of the link's team.
-struct General<'a, W, M, T: Split, E, const RECV: bool, const SEND: bool, const COPY: bool> {
-    w: W,
+/// [`Link::run_general`] as a [`value::StepFn`].
+struct General<'a, M, T: Split, E, const RECV: bool, const SEND: bool, const COPY: bool> {
     link: &'a mut Link<M, T, E>,
     src: *const T::Bits,
     dst: *mut T::Bits,
@@ -373,7 +368,7 @@ struct General<'a, W, M, T: Split, E, const RECV: bool, const SEND: bool, const 
 }
 
 impl<M: Team, T: Split, E: Compression, const RECV: bool, const SEND: bool, const COPY: bool> value::StepFn
-    for General<'_, M::Warp, M, T, E, RECV, SEND, COPY>
+    for General<'_, M, T, E, RECV, SEND, COPY>
 {
     type Output = Result<(), Failure>;
     /// # Safety
@@ -383,62 +378,41 @@ impl<M: Team, T: Split, E: Compression, const RECV: bool, const SEND: bool, cons
         // SAFETY: forwarded from the caller.
         unsafe {
             self.link
-                .run_general::<V, RECV, SEND, COPY>(self.w, v, self.src, self.dst, self.n)
+                .run_general::<V, RECV, SEND, COPY>(v, self.src, self.dst, self.n)
         }
     }
 }
 
 impl<M: Team, T: Split, E: Compression> Link<M, T, E> {
-    /// The connections' next steps (receive, send; 0 for an absent side).
-    fn steps(&self) -> (u64, u64) {
-        (
-            self.recv.as_ref().map_or(0, RecvConn::step),
-            self.send.as_ref().map_or(0, SendConn::step),
-        )
-    }
-
-    /// Sets the connections' next steps to `steps` (of [`Link::steps`], on the team's thread
-    /// that moved them).
-    fn set_steps(&mut self, (recv, send): (u64, u64)) {
-        if let Some(r) = self.recv.as_mut() {
-            r.set_step(recv);
-        }
-        if let Some(s) = self.send.as_mut() {
-            s.set_step(send);
-        }
-    }
-
-    /// The step over the general path, by warp `w` of the team (the team's first warp, or the
-    /// team itself): decode the received frame, combine, encode the sent one (see the module
-    /// docs), computing `v` per element. Out of line: one instance per (team, dtype,
-    /// compression, value, flags), shared by every schedule and operator that takes the step,
-    /// instead of a copy in each.
+    /// The step over the general path, by every thread of the team: decode the received
+    /// frame, combine, encode the sent one (see the module docs), computing `v` per element.
+    /// Out of line: one instance per (team, dtype, compression, value, flags), shared by every
+    /// schedule and operator that takes the step, instead of a copy in each.
     ///
     /// # Safety
     /// As [`Prims::run`] (`REDUCE` being `V::REDUCE`); the sides the flags need are present;
-    /// every lane of `w` calls this, and no other thread of the team uses the channel or the
-    /// step's buffers meanwhile.
+    /// every thread of the team calls this with the same arguments.
     #[inline(never)]
     unsafe fn run_general<V: value::StepValue, const RECV: bool, const SEND: bool, const COPY: bool>(
         &mut self,
-        w: M::Warp,
         v: V,
         src: *const T::Bits,
         dst: *mut T::Bits,
         n: usize,
     ) -> Result<(), Failure> {
+        let team = self.team;
         let bytes = n * T::DTYPE.size_bytes();
         // where the chunk's value is computed and sent from
         let target = if COPY { dst } else { self.stage };
         if let (true, Some(recv)) = (RECV, self.recv.as_mut()) {
             let landing = if V::REDUCE { self.stage } else { target };
             let step = recv.step();
-            let frame = recv.wait_frame(w)?;
+            let frame = recv.wait_frame(team)?;
             // SAFETY: `landing` is `dst` (valid for `n` writes) or the staging buffer (at least
-            // `frame_elems >= n` elements, checked in `new`); only this warp writes it, through
-            // `LaneOut`.
+            // `frame_elems >= n` elements, checked in `new`); only the team writes it, through
+            // the coders' `LaneOut`.
             let out = unsafe { LaneOut::from_raw(landing.cast::<u8>(), bytes) };
-            let found = decode_out_of_line::<M::Warp, T, E>(w, frame, out).map_err(|e| Failure {
+            let found = decode_on_team::<M, T, E>(team, frame, out).map_err(|e| Failure {
                 step,
                 error: ConnError::Frame(e),
             })?;
@@ -449,12 +423,13 @@ impl<M: Team, T: Split, E: Compression> Link<M, T, E> {
                 };
                 return Err(Failure { step, error });
             }
-            // every lane: `landing[..n]` holds the received chunk, checked against its checksum
-            recv.release(w);
+            // every thread: `landing[..n]` holds the received chunk, checked against its
+            // checksum (`release` syncs the team before it frees the slot)
+            recv.release(team);
         }
         if V::REDUCE || !RECV {
-            let mut i = w.lane_id() as usize;
-            // lane l: elements l, l + WIDTH, ..; reads and writes only its own indices
+            let mut i = team.rank() as usize;
+            // thread r: elements r, r + size, ..; reads and writes only its own indices
             while i < n {
                 // SAFETY: `i < n`: inside `src`, the staging buffer and `target` (the caller's
                 // contract and `new`'s checks); `src[i]` is read before `target[i]` is written.
@@ -466,25 +441,63 @@ impl<M: Team, T: Split, E: Compression> Link<M, T, E> {
                     };
                     target.add(i).write(v.of::<T>(received, src.add(i).read()));
                 }
-                i += <M::Warp as Lanes>::WIDTH as usize;
+                i += team.size() as usize;
             }
-            // every lane: `target[..n]` holds the chunk's value, written by all lanes
-            w.sync(<M::Warp as Lanes>::FULL);
+            // every thread: `target[..n]` holds the chunk's value, written by the whole team
+            team.barrier();
         }
         if let (true, Some(send)) = (SEND, self.send.as_mut()) {
             let step = send.step();
-            let slot = send.wait_slot(w)?;
-            // SAFETY: `target[..n]` is initialized (received or computed above) and no lane
-            // writes it until the next step, which starts after `post`'s warp sync.
+            let slot = send.wait_slot(team)?;
+            // SAFETY: `target[..n]` is initialized (received or computed above) and no thread
+            // writes it until the next step, which starts after `post`'s team sync.
             let input = unsafe { core::slice::from_raw_parts(target.cast_const(), n) };
-            encode_out_of_line::<M::Warp, T, E>(w, self.codec, input, slot).map_err(|e| Failure {
+            encode_on_team::<M, T, E>(team, self.codec, input, slot).map_err(|e| Failure {
                 step,
                 error: ConnError::Encode(e),
             })?;
-            send.post(w);
+            send.post(team);
         }
         Ok(())
     }
+}
+
+/// Decodes `frame` into `out` with the team: a block frame with every thread of a block team
+/// that has a codec scratch ([`Compression::decode_block`]), any other frame with the team's
+/// first warp ([`Team::solo`]). Returns the elements decoded, on every thread.
+#[inline(always)]
+fn decode_on_team<M: Team, T: Split, E: Compression>(
+    team: M,
+    frame: &[u8],
+    out: LaneOut<'_>,
+) -> Result<usize, FrameError> {
+    if frame.get(2) == Some(&BLOCK_FRAME_VERSION) {
+        if let Some(scratch) = team.codec_scratch() {
+            if let Some(result) = decode_block_out_of_line::<M::Warp, T, E>(team.warp(), scratch, frame, out) {
+                return result;
+            }
+        }
+    }
+    team.solo(|w| decode_out_of_line::<M::Warp, T, E>(w, frame, out))
+}
+
+/// Encodes `input` into one frame at the start of `out` with the team: with every thread of a
+/// block team that has a codec scratch where the channel's codec has a block coder
+/// ([`Compression::encode_block`]), else with the team's first warp. Returns the frame's bytes,
+/// on every thread.
+#[inline(always)]
+fn encode_on_team<M: Team, T: Split, E: Compression>(
+    team: M,
+    codec: u64,
+    input: &[T::Bits],
+    out: LaneOut<'_>,
+) -> Result<usize, FrameError> {
+    if let Some(scratch) = team.codec_scratch() {
+        if let Some(result) = encode_block_out_of_line::<M::Warp, T, E>(team.warp(), scratch, codec, input, out) {
+            return result;
+        }
+    }
+    team.solo(|w| encode_out_of_line::<M::Warp, T, E>(w, codec, input, out))
 }
 
 /// `E::decode`, never inlined: the frame decoder (every codec's) is the largest part of a
@@ -509,4 +522,27 @@ fn encode_out_of_line<W: Warp, T: Split, E: Compression>(
     out: LaneOut<'_>,
 ) -> Result<usize, FrameError> {
     E::encode::<W, T>(w, codec, input, out)
+}
+
+/// `E::decode_block`, never inlined (as [`decode_out_of_line`]).
+#[inline(never)]
+fn decode_block_out_of_line<W: Warp, T: Split, E: Compression>(
+    w: W,
+    scratch: Scratch,
+    frame: &[u8],
+    out: LaneOut<'_>,
+) -> Option<Result<usize, FrameError>> {
+    E::decode_block::<W, T>(w, scratch, frame, out)
+}
+
+/// `E::encode_block`, never inlined (as [`decode_out_of_line`]).
+#[inline(never)]
+fn encode_block_out_of_line<W: Warp, T: Split, E: Compression>(
+    w: W,
+    scratch: Scratch,
+    codec: u64,
+    input: &[T::Bits],
+    out: LaneOut<'_>,
+) -> Option<Result<usize, FrameError>> {
+    E::encode_block::<W, T>(w, scratch, codec, input, out)
 }

@@ -27,6 +27,7 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
+use zipcoll_device::codec::block_frame::coder_scratch_bytes;
 use zipcoll_device::dtype::Split;
 use zipcoll_device::reduce::RedOp;
 use zipcoll_device::team::{Block, Team, BLOCK_TEAM_BYTES};
@@ -285,7 +286,7 @@ impl Net {
             }),
             Channel::Block(threads) => {
                 cfg.block_dim = threads;
-                cfg.shared_bytes = BLOCK_TEAM_BYTES as u32;
+                cfg.shared_bytes = (BLOCK_TEAM_BYTES + coder_scratch_bytes(threads)) as u32;
                 launch::<WIDTH>(cfg, |w| {
                     let i = w.block_idx() as usize;
                     let (base, len) = w.shared_mem();

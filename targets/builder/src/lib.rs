@@ -386,10 +386,12 @@ fn build_in(tc: &Toolchain, arch: GpuArch, dir: String, filter: Option<&str>) ->
 /// | entries | threads | blocks | registers | why |
 /// |---------|---------|--------|-----------|-----|
 /// | `zc_collective_block__*` | 512 | 1 | 128 | a channel's block of up to 512 threads must launch |
+/// | `zc_collective_block_coded__*` | 512 | 1 | 128 | the same, and the block coders were tuned at 128 registers |
 /// | `zc_decode_block_frames__*` | 128 | 4 | 128 | at 208 registers (one block per SM) bf16 decode ran at 172 GB/s on an H200, at 128 (`.maxnreg`) 265 GB/s |
 /// | `zc_encode_block_frames__*` | 128 | 4 | 128 | the one-pass reading of the input in registers took 242 without a bound; shared memory allows 4 blocks per SM anyway |
 pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
     ("zc_collective_block__", 512, 1),
+    ("zc_collective_block_coded__", 512, 1),
     ("zc_decode_block_frames__", 128, 4),
     ("zc_encode_block_frames__", 128, 4),
 ];
