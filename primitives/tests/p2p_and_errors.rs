@@ -404,7 +404,10 @@ fn a_block_team_sends_block_frames_which_block_teams_decode() {
                 error: ConnError::Frame(FrameError::UnsupportedVersion { found: 2 }),
             };
             assert_eq!(got, [Err(want)]);
-            assert!(out.iter().all(|&x| x == 0xAAAA), "nothing of the block frame was written");
+            assert!(
+                out.iter().all(|&x| x == 0xAAAA),
+                "nothing of the block frame was written"
+            );
         }
     }
 }

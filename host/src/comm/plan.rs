@@ -16,9 +16,9 @@
 //! | a group of sends/recvs  | one per (direction, peer) and part      | the ops to that peer, in call order | 1       |
 
 use super::fabric::Fabric;
-use zipcoll_primitives::collectives::{Coll, WorkDesc};
 use zipcoll_device::codec::block_frame::coder_scratch_bytes;
 use zipcoll_device::team::BLOCK_TEAM_BYTES;
+use zipcoll_primitives::collectives::{Coll, WorkDesc};
 use zipcoll_primitives::conn::{ChannelDesc, STATUS_WORDS};
 
 /// The launch of one call (see the module table).

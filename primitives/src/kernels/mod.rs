@@ -13,7 +13,9 @@ pub use block_codec::{
     EncodeBlockRawFrames,
 };
 pub use codec::{decode_frames, encode_frames, encode_raw_frames, DecodeFrames, EncodeFrames, EncodeRawFrames};
-pub use collective::{collective, collective_block, collective_block_coded, Collective, CollectiveBlock, CollectiveBlockCoded};
+pub use collective::{
+    collective, collective_block, collective_block_coded, Collective, CollectiveBlock, CollectiveBlockCoded,
+};
 pub use record_cause::{record_cause, RecordCause};
 pub use reduce_copy::{reduce_copy, ReduceCopy};
 pub use warp_all_reduce::{warp_all_reduce, WarpAllReduce};

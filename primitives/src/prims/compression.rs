@@ -173,7 +173,12 @@ impl Compression for RawOnly {
         decode_raw_frame::<W, T>(w, frame, out)
     }
 
-    fn decode_block<W: Warp, T: Split>(_: W, _: Scratch, _: &[u8], _: LaneOut<'_>) -> Option<Result<usize, FrameError>> {
+    fn decode_block<W: Warp, T: Split>(
+        _: W,
+        _: Scratch,
+        _: &[u8],
+        _: LaneOut<'_>,
+    ) -> Option<Result<usize, FrameError>> {
         None
     }
 }
