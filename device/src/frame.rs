@@ -310,3 +310,17 @@ impl FrameHeader {
         DType::from_u8(self.dtype)
     }
 }
+
+/// Bytes of the frame at the start of `slot`: header plus payload when the header is valid (a
+/// warp frame's or a block frame's) and the frame fits the slot, otherwise the whole slot (so
+/// that the receiver's validation reports the damage; nothing outside the slot is ever read).
+/// What a transport moves of a FIFO slot (the NET proxies, the device-memory staging of frames
+/// whose FIFO is in host memory).
+pub fn frame_len(slot: &[u8]) -> usize {
+    let header = FrameHeader::parse(slot).or_else(|_| FrameHeader::parse_version(slot, BLOCK_FRAME_VERSION));
+    match header {
+        // `parse` checked that `HEADER_BYTES + payload_bytes <= slot.len()`
+        Ok(h) => HEADER_BYTES + h.payload_bytes as usize,
+        Err(_) => slot.len(),
+    }
+}

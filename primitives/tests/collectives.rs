@@ -3,13 +3,14 @@
 //! 1 and 3 parts, in place and out of place, sizes 0, 1, under a loop and several loops with a
 //! partial last one, compression off and every forced codec; every dtype x operator on one
 //! size; one rank; channels driven by whole blocks (RAW only, and a forced codec, whose frames a
-//! block codes on its first warp); trusted channels (P2P's: RAW payloads used unverified).
+//! block codes on its first warp); trusted channels (P2P's: RAW payloads used unverified); FIFOs
+//! in host memory (NET's: frames coded in a frame stage).
 
 mod common;
 mod sim_net;
 
 use common::{check, check_on, sizes, Rng, COLLECTIVES};
-use sim_net::Channel;
+use sim_net::{Channel, Link};
 use zipcoll_device::codec::{ExpAns, ExpWindow, FixedLen, Huffman};
 use zipcoll_device::dtype::{Bf16, Split, F16, F32, F8E4M3, F8E5M2};
 use zipcoll_device::reduce::{Avg, Max, Min, Prod, RedOp, Sum};
@@ -166,10 +167,10 @@ fn block_channels_match_the_references() {
             let root = g.range(0, k);
             let seed = g.next() % 1000;
             for count in [s[1 + k % 2], s[3]] {
-                check_on::<Bf16, Sum, RawOnly>(block, false, coll, k, nparts, root, count, in_place, seed);
-                check_on::<F32, Max, RawOnly>(block, false, coll, k, nparts, root, count, flipped, seed);
+                check_on::<Bf16, Sum, RawOnly>(block, Link::Sim, coll, k, nparts, root, count, in_place, seed);
+                check_on::<F32, Max, RawOnly>(block, Link::Sim, coll, k, nparts, root, count, flipped, seed);
             }
-            check_on::<Bf16, Avg, Force<ExpAns>>(block, false, coll, k, nparts, root, s[3], in_place, seed);
+            check_on::<Bf16, Avg, Force<ExpAns>>(block, Link::Sim, coll, k, nparts, root, s[3], in_place, seed);
         }
     }
 }
@@ -190,11 +191,59 @@ fn trusted_channels_match_the_references() {
             let root = g.range(0, k);
             let seed = g.next() % 1000;
             for count in [s[2], s[3]] {
-                check_on::<Bf16, Sum, RawOnly>(team, true, coll, k, nparts, root, count, in_place, seed);
+                check_on::<Bf16, Sum, RawOnly>(team, Link::P2p, coll, k, nparts, root, count, in_place, seed);
             }
             let flipped = !in_place && coll != Coll::AllToAll;
-            check_on::<F32, Max, Off>(team, true, coll, k, nparts, root, s[3], flipped, seed);
-            check_on::<Bf16, Sum, Force<ExpAns>>(team, true, coll, k, nparts, root, s[3], in_place, seed);
+            check_on::<F32, Max, Off>(team, Link::P2p, coll, k, nparts, root, s[3], flipped, seed);
+            check_on::<Bf16, Sum, Force<ExpAns>>(team, Link::P2p, coll, k, nparts, root, s[3], in_place, seed);
+        }
+    }
+}
+
+/// FIFOs in host memory (NET's: coded frames made and read in a frame stage and copied by
+/// vectors, `ChannelDesc::frame_stage`): every collective, 2..=5 ranks, warps and blocks, in
+/// place and not, every codec forced (block frames on blocks for ExpAns) and RAW, bf16 and f32.
+#[test]
+fn net_channels_match_the_references() {
+    let mut g = Rng(17);
+    for coll in COLLECTIVES {
+        for k in 2..=5 {
+            let s = sizes(coll, k, &mut g);
+            let team = [Channel::Warp, Channel::Block(96)][k % 2];
+            let (nparts, in_place) = ([1, 2][k % 2], coll != Coll::AllToAll && k % 3 != 2);
+            let root = g.range(0, k);
+            let seed = g.next() % 1000;
+            let count = s[3];
+            check_on::<Bf16, Sum, Force<ExpAns>>(team, Link::Net, coll, k, nparts, root, count, in_place, seed);
+            check_on::<F32, Max, RawOnly>(team, Link::Net, coll, k, nparts, root, count, in_place, seed);
+            match k {
+                2 => check_on::<Bf16, Sum, Force<FixedLen>>(
+                    team,
+                    Link::Net,
+                    coll,
+                    k,
+                    nparts,
+                    root,
+                    count,
+                    in_place,
+                    seed,
+                ),
+                3 => {
+                    check_on::<F32, Sum, Force<Huffman>>(team, Link::Net, coll, k, nparts, root, count, in_place, seed)
+                }
+                4 => check_on::<Bf16, Max, Force<ExpWindow>>(
+                    team,
+                    Link::Net,
+                    coll,
+                    k,
+                    nparts,
+                    root,
+                    count,
+                    in_place,
+                    seed,
+                ),
+                _ => check_on::<F32, Avg, Off>(team, Link::Net, coll, k, nparts, root, count, in_place, seed),
+            }
         }
     }
 }

@@ -7,7 +7,7 @@ mod common;
 mod sim_net;
 
 use common::{input, FRAME_ELEMS, SLOT_BYTES};
-use sim_net::Net;
+use sim_net::{Link, Net};
 use std::time::{Duration, Instant};
 use zipcoll_device::codec::{CodecId, ExpAns, ExpWindow, FixedLen, Huffman, SymbolCoder};
 use zipcoll_device::dtype::{Bf16, F32};
@@ -70,11 +70,11 @@ fn codec_frames_really_travel() {
 /// whether rank 1's output was left untouched. The ranks' buffers start `at` elements into
 /// their vectors (so that an odd `at` puts every chunk at an address that is not 16-byte
 /// aligned).
-fn corrupt_first_frame<E: Compression>(flip: usize, trusted: bool, at: usize) -> (Vec<Option<Failure>>, u64, bool) {
+fn corrupt_first_frame<E: Compression>(flip: usize, link: Link, at: usize) -> (Vec<Option<Failure>>, u64, bool) {
     let (nranks, n) = (3, 3 * FRAME_ELEMS);
     let mut net = Net::new(nranks, 1, SLOT_BYTES);
     net.timeout_ns = 300_000_000;
-    net.trusted = trusted;
+    net.link = link;
     let inputs: Vec<Vec<u16>> = (0..nranks).map(|r| input::<Bf16>(r, n + at, 0)).collect();
     let mut outputs = vec![vec![0u16; n + at]; nranks];
     let works = ring_works_at(&net, &inputs, &mut outputs, FRAME_ELEMS, at);
@@ -127,18 +127,19 @@ fn rejected(flip: usize, failures: (Vec<Option<Failure>>, u64, bool), want: impl
     assert!(untouched, "flip {flip}: rank 1 wrote to its output");
 }
 
-/// At both alignments of the ranks' buffers: vectors, and words on the RAW fast path.
+/// At both alignments of the ranks' buffers (vectors, and words on the RAW fast path), over
+/// FIFOs in the kernels' memory and in host memory (NET's: coded frames decoded from a copy).
 #[test]
 fn a_corrupted_frame_is_reported_never_reduced() {
-    for at in [0, 1] {
+    for (at, link) in [(0, Link::Sim), (1, Link::Sim), (0, Link::Net)] {
         let header = |e| matches!(e, FrameError::HeaderChecksum { .. });
-        rejected(9, corrupt_first_frame::<Off>(9, false, at), header);
+        rejected(9, corrupt_first_frame::<Off>(9, link, at), header);
         let payload = |e| matches!(e, FrameError::RawChecksum { .. });
         let flip = HEADER_BYTES + 5;
-        rejected(flip, corrupt_first_frame::<Off>(flip, false, at), payload);
+        rejected(flip, corrupt_first_frame::<Off>(flip, link, at), payload);
         let any = |_| true;
         let last = HEADER_BYTES + 10;
-        rejected(last, corrupt_first_frame::<Force<Huffman>>(last, false, at), any);
+        rejected(last, corrupt_first_frame::<Force<Huffman>>(last, link, at), any);
     }
 }
 
@@ -150,8 +151,8 @@ fn a_corrupted_frame_is_reported_never_reduced() {
 fn a_trusted_channel_validates_headers_and_uses_raw_payloads_as_delivered() {
     for at in [0, 1] {
         let header = |e| matches!(e, FrameError::HeaderChecksum { .. });
-        rejected(9, corrupt_first_frame::<Off>(9, true, at), header);
-        let (f, forwarded, _) = corrupt_first_frame::<Off>(HEADER_BYTES + 5, true, at);
+        rejected(9, corrupt_first_frame::<Off>(9, Link::P2p, at), header);
+        let (f, forwarded, _) = corrupt_first_frame::<Off>(HEADER_BYTES + 5, Link::P2p, at);
         assert_eq!(
             f[1].map(|f| f.error),
             Some(ConnError::Timeout(Wait::Data)),

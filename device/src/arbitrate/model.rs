@@ -147,24 +147,25 @@ const H200_WARP_CODECS: [CodecCost; CODECS] = [
 ];
 
 /// ExpAns's encode and decode GB/s in one block channel of an H200 as a collective over NET
-/// sees them (see [`H200_BLOCK_CHANNEL_CODECS`]), 2026-12-04 (BENCHMARKS.md): send/recv of
-/// 64 MiB of bf16 N(0,1) with ExpAns forced, 2 ranks on one H200, 64 channels, ran at 2.07
-/// GB/s with no rate limit (RAW 6.65), about 0.48 ns per byte; this additive model charges
-/// `l_enc + l_dec` per byte, so each is set to half of that at 64 channels: 0.0645 GB/s per
-/// channel. The same block coder in a CTA of its own codes 0.7 / 0.9 GB/s (device memory); over
-/// NET a channel's slots are pinned host memory, which the encoder writes and the decoder
-/// reads across PCIe (not profiled). With these rates Auto sends RAW on the unlimited NET link
-/// (where ExpAns ran at 0.43x RAW) and ExpAns under a 500 MB/s limit (where it ran at 1.33x).
-const EXPANS_BLOCK_ENC: f32 = 0.0645;
-const EXPANS_BLOCK_DEC: f32 = 0.0645;
+/// sees them (see [`H200_BLOCK_CHANNEL_CODECS`]), from the least favourable collective measured
+/// on 2026-12-04 with frames coded in device memory (BENCHMARKS.md, "NET frames coded in
+/// device memory"; 2 ranks on one H200, 64 channels, bf16 N(0,1), no rate limit): send/recv of
+/// 256 MiB with ExpAns forced ran at 0.87x RAW (6.22 against 7.14 GB/s), while all_gather ran
+/// at 1.11x and all_reduce at 2.05x. This additive model, with [`NET`]'s bandwidth, predicts
+/// 0.87x when coding costs about 105 ps per byte at 64 channels, so encode and decode are set
+/// to half of that each: 0.3 GB/s per channel. The same block coder in a CTA of its own codes
+/// 0.7 / 0.9 GB/s. With these rates Auto sends RAW on the unlimited NET link (it cannot tell
+/// send/recv from all_reduce) and ExpAns under a 500 MB/s limit (where every collective ran at
+/// 1.49-1.52x RAW).
+const EXPANS_BLOCK_ENC: f32 = 0.3;
+const EXPANS_BLOCK_DEC: f32 = 0.3;
 
 /// One block channel's codec rates on an H200 (a channel of the coding block-channel kernel,
 /// 256 threads): ExpAns, which has a block coder, at [`EXPANS_BLOCK_ENC`] /
 /// [`EXPANS_BLOCK_DEC`]; the other codecs are coded by the block's first warp, at
 /// [`H200_WARP_CODECS`]' rates slowed by [`NET_SLOWDOWN`], the factor between ExpAns's rate in
 /// a channel over NET and in a CTA of its own (their own rate in a block channel over NET was
-/// not measured; one warp coding over NET under a 500 MB/s limit ran all_reduce at 0.60x RAW on
-/// 2026-12-01, where the warp rates alone predict a gain).
+/// not measured).
 const H200_BLOCK_CHANNEL_CODECS: [CodecCost; CODECS] = [
     CodecCost::FREE,
     slowed(H200_WARP_CODECS[1]),

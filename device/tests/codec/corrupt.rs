@@ -11,7 +11,7 @@ use crate::harness::{decode_all, encode_all, Encoder, Ty};
 use crate::util::{Rng, SharedBuf};
 use zipcoll_device::codec::{encode_frame, max_encoded_len, CodecId, FixedLen};
 use zipcoll_device::dtype::{Bf16, DType, F16, F32, F8E4M3, F8E5M2};
-use zipcoll_device::frame::{checksum, FrameError, FrameHeader, HEADER_BYTES};
+use zipcoll_device::frame::{checksum, frame_len, FrameError, FrameHeader, BLOCK_FRAME_VERSION, HEADER_BYTES};
 
 /// The frame under test: N(0,1) values (an odd count, so fp8 has a half-filled last word),
 /// and its input.
@@ -332,4 +332,26 @@ fn decoders_read_their_input_only_through_slices() {
             }
         }
     }
+}
+
+/// What a transport moves of a slot: exactly a valid frame (warp or block format), the whole
+/// slot for anything else, never more.
+#[test]
+fn frame_len_is_exact_for_valid_frames_and_the_slot_otherwise() {
+    let data = [7u8; 100];
+    let h = FrameHeader::new(CodecId::Raw, DType::F8E4M3, 0, 0, 100, 100, checksum(&data));
+    let mut slot = vec![0u8; 256];
+    slot[..32].copy_from_slice(&h.to_bytes());
+    slot[32..132].copy_from_slice(&data);
+    assert_eq!(frame_len(&slot), 132);
+    slot[..32].copy_from_slice(&h.with_version(BLOCK_FRAME_VERSION).to_bytes());
+    assert_eq!(frame_len(&slot), 132);
+    // a header claiming more than the slot holds
+    let big = FrameHeader::new(CodecId::Raw, DType::F8E4M3, 0, 0, 1000, 1000, 0);
+    slot[..32].copy_from_slice(&big.to_bytes());
+    assert_eq!(frame_len(&slot), 256);
+    // garbage, and a slot shorter than a header
+    slot[0] ^= 0xff;
+    assert_eq!(frame_len(&slot), 256);
+    assert_eq!(frame_len(&slot[..16]), 16);
 }

@@ -250,6 +250,26 @@ fn unanimous(votes: &[Vec<u8>]) -> bool {
     votes.iter().all(|v| v.as_slice() == [1])
 }
 
+/// `bytes` of zeroed memory for the kernels' buffers (staging buffers, frame stages): device
+/// memory on a GPU, host memory on the simulator; kept alive in `mem`. Returns the kernels'
+/// address of it.
+fn stage_region(gpu: Option<&CudaGpu>, bytes: usize, mem: &mut Vec<Keep>) -> Result<u64> {
+    Ok(match gpu {
+        None => {
+            let stages = HostBytes::zeroed(bytes);
+            let base = stages.ptr() as u64;
+            mem.push(Box::new(stages));
+            base
+        }
+        Some(gpu) => {
+            let stages = DeviceAlloc::zeroed(gpu.context(), bytes)?;
+            let base = stages.ptr();
+            mem.push(Box::new(stages));
+            base
+        }
+    })
+}
+
 /// Connects rank `b.rank()` (see the module table).
 pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &UniqueId) -> Result<Links> {
     let prints = b.allgather(&fingerprint(backend, config))?;
@@ -314,19 +334,14 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
     let mut mem: Vec<Keep> = Vec::new();
     // staging buffers, the engine (abort word) and the call slots
     let stage_count = nranks * parts * 2;
-    let (engine, stage_base, abort_ptr, slots) = match &gpu {
+    let stage_base = stage_region(gpu.as_deref(), stage_count * slot as usize, &mut mem)?;
+    let (engine, abort_ptr, slots) = match &gpu {
         None => {
-            let stages = HostBytes::zeroed(stage_count * slot as usize);
-            let base = stages.ptr() as u64;
-            mem.push(Box::new(stages) as Keep);
             let abort = HostWords::zeroed(1);
             let ptr = abort.ptr(0);
-            (Engine::Sim { abort }, base, ptr, Vec::new())
+            (Engine::Sim { abort }, ptr, Vec::new())
         }
         Some(gpu) => {
-            let stages = DeviceAlloc::zeroed(gpu.context(), stage_count * slot as usize)?;
-            let base = stages.ptr();
-            mem.push(Box::new(stages) as Keep);
             let abort = PinnedHost::zeroed(gpu.context(), 4)?;
             let ptr = abort.device() as *mut u32;
             let stream = gpu.context().new_stream().map_err(cuda_error("cuStreamCreate"))?;
@@ -339,7 +354,7 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
                 stream,
                 abort,
             };
-            (engine, base, ptr, slots)
+            (engine, ptr, slots)
         }
     };
     let mut fabric = Fabric {
@@ -352,6 +367,7 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
             .map(|i| (stage_base + i as u64 * slot) as *mut u8)
             .collect(),
         stage_bytes: slot,
+        frame_stage: Vec::new(),
         abort: abort_ptr,
         timeout_ns,
         trusted: false,
@@ -439,6 +455,10 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
                 recv.0,
                 abort_host,
             )?);
+            // the slots are pinned host memory for the kernels: frames are coded in device
+            // memory beside the staging buffers (`ChannelDesc::frame_stage`)
+            let base = stage_region(gpu.as_deref(), stage_count * slot as usize, &mut mem)?;
+            fabric.frame_stage = (0..stage_count).map(|i| (base + i as u64 * slot) as *mut u8).collect();
             fabric.recv = (0..layout.n).map(|i| layout.desc(recv.1, i)).collect();
             fabric.send = (0..layout.n).map(|i| layout.desc(send.1, i)).collect();
             for p in 0..parts {

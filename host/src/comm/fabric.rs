@@ -1,6 +1,7 @@
 //! One rank's connections, whatever the transport: for every peer `q` and part (channel) `p`,
-//! the FIFO this rank sends to `q` on and the one it receives from `q` on, two staging buffers,
-//! the rank's abort word, the wait limit and whether the FIFOs it receives on are trusted (P2P's:
+//! the FIFO this rank sends to `q` on and the one it receives from `q` on, two staging buffers
+//! (and over NET, whose FIFOs are in host memory, two frame stages beside them), the rank's
+//! abort word, the wait limit and whether the FIFOs it receives on are trusted (P2P's:
 //! RAW payloads used unverified, ARCHITECTURE.md "RAW over P2P"); and the [`ChannelDesc`]s the
 //! collectives need, built from them.
 //!
@@ -39,6 +40,9 @@ pub(crate) struct Fabric {
     /// `stage[(q * parts + p) * 2 + side]`, side 0 for sending to `q`, 1 for receiving from it.
     pub stage: Vec<*mut u8>,
     pub stage_bytes: u64,
+    /// Indexed as `stage`: the frame stages (`ChannelDesc::frame_stage`) of FIFOs in host memory
+    /// (NET's), or empty: frames are coded in their slots.
+    pub frame_stage: Vec<*mut u8>,
     pub abort: *mut u32,
     pub timeout_ns: u64,
     /// Whether the recv FIFOs are trusted (`ChannelDesc::trusted`): P2P's, unless
@@ -56,16 +60,19 @@ impl Fabric {
         q * self.parts + p
     }
 
-    fn channel(&self, send: ConnDesc, recv: ConnDesc, stage: *mut u8) -> ChannelDesc {
+    /// The channel over `send` and `recv` with staging buffer (and frame stage) `stage`, an
+    /// index into [`Fabric::stage`].
+    fn channel(&self, send: ConnDesc, recv: ConnDesc, stage: usize) -> ChannelDesc {
         ChannelDesc {
             send,
             recv,
-            stage,
+            stage: self.stage[stage],
             stage_bytes: self.stage_bytes,
             abort: self.abort,
             codec: 0,
             timeout_ns: self.timeout_ns,
             trusted: u64::from(self.trusted && recv.present()),
+            frame_stage: self.frame_stage.get(stage).copied().unwrap_or(core::ptr::null_mut()),
         }
     }
 
@@ -89,7 +96,7 @@ impl Fabric {
         let (next, prev) = (self.ahead(d), self.behind(d));
         let send = self.send[self.at(next, p)];
         let recv = self.recv[self.at(prev, p)];
-        self.channel(send, recv, self.stage[self.at(next, p) * 2])
+        self.channel(send, recv, self.at(next, p) * 2)
     }
 
     /// Part `p`'s channels by distance: entry `d` sends to `rank + d` and receives from
@@ -98,7 +105,7 @@ impl Fabric {
         (0..self.nranks)
             .map(|d| {
                 if d == 0 {
-                    self.channel(NO_CONN, NO_CONN, self.stage[self.at(self.rank, p) * 2])
+                    self.channel(NO_CONN, NO_CONN, self.at(self.rank, p) * 2)
                 } else {
                     self.peer(d, p)
                 }
@@ -108,12 +115,12 @@ impl Fabric {
 
     /// Part `p`'s send-only channel to `q`.
     pub fn sender(&self, q: usize, p: usize) -> ChannelDesc {
-        self.channel(self.send[self.at(q, p)], NO_CONN, self.stage[self.at(q, p) * 2])
+        self.channel(self.send[self.at(q, p)], NO_CONN, self.at(q, p) * 2)
     }
 
     /// Part `p`'s receive-only channel from `q`.
     pub fn receiver(&self, q: usize, p: usize) -> ChannelDesc {
-        self.channel(NO_CONN, self.recv[self.at(q, p)], self.stage[self.at(q, p) * 2 + 1])
+        self.channel(NO_CONN, self.recv[self.at(q, p)], self.at(q, p) * 2 + 1)
     }
 }
 
@@ -165,7 +172,7 @@ impl FifoLayout {
 mod tests {
     use super::*;
 
-    fn fabric(trusted: bool) -> Fabric {
+    fn fabric(trusted: bool, staged: bool) -> Fabric {
         let layout = FifoLayout { n: 4, slot: 256 };
         let descs: Vec<ConnDesc> = (0..4).map(|i| layout.desc(1 << 20, i)).collect();
         Fabric {
@@ -176,6 +183,10 @@ mod tests {
             recv: descs,
             stage: (0..8).map(|i| (4096 + 256 * i) as *mut u8).collect(),
             stage_bytes: 256,
+            frame_stage: match staged {
+                true => (0..8).map(|i| (8192 + 256 * i) as *mut u8).collect(),
+                false => Vec::new(),
+            },
             abort: std::ptr::null_mut(),
             timeout_ns: 1,
             trusted,
@@ -184,7 +195,7 @@ mod tests {
 
     #[test]
     fn only_channels_that_receive_on_trusted_fifos_are_trusted() {
-        let trusted = fabric(true);
+        let trusted = fabric(true, false);
         for p in 0..2 {
             assert_eq!(trusted.ring(p).trusted, 1);
             assert_eq!(trusted.receiver(1, p).trusted, 1);
@@ -192,8 +203,25 @@ mod tests {
             assert_eq!(trusted.peers(p)[0].trusted, 0, "entry 0 has no FIFOs");
             assert_eq!(trusted.peers(p)[1].trusted, 1);
         }
-        let verified = fabric(false);
+        let verified = fabric(false, false);
         assert_eq!(verified.ring(0).trusted, 0);
         assert_eq!(verified.receiver(1, 1).trusted, 0);
+    }
+
+    #[test]
+    fn frame_stages_pair_with_staging_buffers_and_are_null_without_them() {
+        let staged = fabric(false, true);
+        for p in 0..2 {
+            let ring = staged.ring(p);
+            assert_eq!(ring.frame_stage as usize - ring.stage as usize, 8192 - 4096);
+            let (tx, rx) = (staged.sender(1, p), staged.receiver(1, p));
+            assert_eq!(tx.frame_stage as usize - tx.stage as usize, 8192 - 4096);
+            assert_eq!(rx.frame_stage as usize - rx.stage as usize, 8192 - 4096);
+            assert_ne!(
+                tx.frame_stage, rx.frame_stage,
+                "a send and a receive of one group run at once"
+            );
+        }
+        assert!(fabric(true, false).ring(0).frame_stage.is_null());
     }
 }

@@ -23,6 +23,7 @@
 //! | 88     | 8    | `codec`       | the `CodecId` value a [`crate::prims::ByChannel`] sender codes with (other compressions ignore it) |
 //! | 96     | 8    | `timeout_ns`  | nanoseconds a wait lasts before it reports a timeout         |
 //! | 104    | 8    | `trusted`     | nonzero: `recv`'s transport delivers bytes as written (P2P), so the RAW fast path does not verify received payloads against their checksum (ARCHITECTURE.md, "RAW over P2P"); 0: it does |
+//! | 112    | 8    | `frame_stage` | null, or a slot's worth of device memory (16-aligned, `max(send.slot_bytes, recv.slot_bytes)` bytes) where the general path codes frames whose FIFOs lie in host memory (NET), moving them to and from the slots with 16-byte vectors ([`crate::prims`], "Frames of FIFOs in host memory") |
 
 /// Slots per FIFO: the most frames a sender may run ahead of its receiver.
 pub const NSLOTS: u64 = 8;
@@ -84,8 +85,11 @@ pub struct ChannelDesc {
     pub timeout_ns: u64,
     /// Nonzero: RAW frames received on the fast path are not verified against their checksum.
     pub trusted: u64,
+    /// Null, or where the general path codes frames before they go to (and after they come
+    /// from) slots in host memory.
+    pub frame_stage: *mut u8,
 }
-const _: () = assert!(core::mem::size_of::<ChannelDesc>() == 112);
+const _: () = assert!(core::mem::size_of::<ChannelDesc>() == 120);
 
 impl ChannelDesc {
     /// A channel with neither FIFO, no staging buffer, no abort word and no status record: what
@@ -99,5 +103,6 @@ impl ChannelDesc {
         codec: 0,
         timeout_ns: 0,
         trusted: 0,
+        frame_stage: core::ptr::null_mut(),
     };
 }

@@ -49,9 +49,14 @@
 //! a block team it runs on the block's first warp while the others wait ([`Team::solo`]), and
 //! the block shares its outcome. Every step ends with a team sync, so the next step may reuse
 //! the staging buffer.
+//!
+//! Frames of FIFOs in host memory (NET's; the channel has a `frame_stage`) are coded in device
+//! memory and moved to and from their slots by whole 16-byte vectors ([`staged`]); a received
+//! slot is then freed before its frame is decoded.
 
 mod compression;
 pub mod raw;
+mod staged;
 pub mod value;
 
 pub use compression::{ByChannel, Compression, Force, Off, RawOnly};
@@ -112,6 +117,8 @@ struct Link<M, T: Split, E> {
     codec: u64,
     /// The channel's `trusted`: the RAW fast path does not verify what it receives.
     trusted: bool,
+    /// The channel's `frame_stage`: null, or where the general path codes frames ([`staged`]).
+    frame_stage: *mut u8,
     _encoding: PhantomData<E>,
 }
 
@@ -155,6 +162,7 @@ impl<M: Team, T: Split, O: RedOp, E: Compression> Prims<M, T, O, E> {
             stage: ch.stage.cast(),
             codec: ch.codec,
             trusted: ch.trusted != 0,
+            frame_stage: ch.frame_stage,
             _encoding: PhantomData,
         };
         Ok(Self { link, op })
@@ -407,7 +415,17 @@ impl<M: Team, T: Split, E: Compression> Link<M, T, E> {
         if let (true, Some(recv)) = (RECV, self.recv.as_mut()) {
             let landing = if V::REDUCE { self.stage } else { target };
             let step = recv.step();
-            let frame = recv.wait_frame(team)?;
+            let slot = recv.wait_frame(team)?;
+            let staged = !self.frame_stage.is_null();
+            let frame = if staged {
+                // SAFETY: the frame stage holds a slot (`ChannelDesc`'s contract) and only this
+                // team uses it; slots are 16-aligned and a multiple of 16 long.
+                let frame = unsafe { staged::stage_in(team, slot, self.frame_stage) };
+                recv.release(team);
+                frame
+            } else {
+                slot
+            };
             // SAFETY: `landing` is `dst` (valid for `n` writes) or the staging buffer (at least
             // `frame_elems >= n` elements, checked in `new`); only the team writes it, through
             // the coders' `LaneOut`.
@@ -425,7 +443,9 @@ impl<M: Team, T: Split, E: Compression> Link<M, T, E> {
             }
             // every thread: `landing[..n]` holds the received chunk, checked against its
             // checksum (`release` syncs the team before it frees the slot)
-            recv.release(team);
+            if !staged {
+                recv.release(team);
+            }
         }
         if V::REDUCE || !RECV {
             let mut i = team.rank() as usize;
@@ -449,13 +469,27 @@ impl<M: Team, T: Split, E: Compression> Link<M, T, E> {
         if let (true, Some(send)) = (SEND, self.send.as_mut()) {
             let step = send.step();
             let slot = send.wait_slot(team)?;
+            // SAFETY: the frame stage holds a slot (`ChannelDesc`'s contract) and only this
+            // team uses it.
+            let out = match self.frame_stage.is_null() {
+                true => slot,
+                false => unsafe { LaneOut::from_raw(self.frame_stage, slot.len()) },
+            };
             // SAFETY: `target[..n]` is initialized (received or computed above) and no thread
             // writes it until the next step, which starts after `post`'s team sync.
             let input = unsafe { core::slice::from_raw_parts(target.cast_const(), n) };
-            encode_on_team::<M, T, E>(team, self.codec, input, slot).map_err(|e| Failure {
+            let len = encode_on_team::<M, T, E>(team, self.codec, input, out).map_err(|e| Failure {
                 step,
                 error: ConnError::Encode(e),
             })?;
+            if !self.frame_stage.is_null() {
+                // every thread: the frame's `len <= slot.len()` bytes are in the stage, each
+                // thread's part of them written before the meeting
+                team.barrier();
+                // SAFETY: the slot and the stage are 16-aligned and a multiple of 16 long; the
+                // slot is this team's until `post`.
+                unsafe { staged::copy_vectors(team, self.frame_stage, slot.as_mut_ptr(), len) };
+            }
             send.post(team);
         }
         Ok(())

@@ -55,7 +55,7 @@ pub const fn unroll<M: Team>(arithmetic: bool) -> usize {
 }
 
 /// The largest [`unroll`]: the length of the arrays the unrolled copies index.
-const MAX_UNROLL: usize = 8;
+pub(super) const MAX_UNROLL: usize = 8;
 
 /// Runs `$body` `$n` times (`$n <= MAX_UNROLL`, a constant) with `$u` a constant `0, 1, ..`:
 /// arrays indexed by `$u` stay in registers whatever the compiler's unrolling heuristics decide
@@ -73,13 +73,14 @@ macro_rules! unrolled {
         })*
     }};
 }
+pub(super) use unrolled;
 /// Bytes of one vector.
 pub const VECTOR_BYTES: usize = 16;
 
 /// Four little-endian u32 words, 16-byte aligned: one vector load or store.
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(16))]
-struct Vector([u32; 4]);
+pub(super) struct Vector([u32; 4]);
 
 /// Whether `p` may be read and written by vectors.
 #[inline(always)]

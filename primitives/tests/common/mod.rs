@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use crate::sim_net::{Channel, Net};
+use crate::sim_net::{Channel, Link, Net};
 use zipcoll_device::dtype::Split;
 use zipcoll_device::reduce::RedOp;
 use zipcoll_primitives::collectives::{
@@ -126,15 +126,25 @@ pub fn check<T: Split, O: RedOp, E: Compression>(
     in_place: bool,
     seed: u64,
 ) {
-    check_on::<T, O, E>(Channel::Warp, false, coll, nranks, nparts, root, count, in_place, seed);
+    check_on::<T, O, E>(
+        Channel::Warp,
+        Link::Sim,
+        coll,
+        nranks,
+        nparts,
+        root,
+        count,
+        in_place,
+        seed,
+    );
 }
 
-/// [`check`] with every channel driven by a team of the `channel`'s kind, over trusted channels
-/// (`ChannelDesc::trusted`, as over P2P) when `trusted`.
+/// [`check`] with every channel driven by a team of the `channel`'s kind, over FIFOs of the
+/// `link`'s kind.
 #[allow(clippy::too_many_arguments)]
 pub fn check_on<T: Split, O: RedOp, E: Compression>(
     channel: Channel,
-    trusted: bool,
+    link: Link,
     coll: Coll,
     nranks: usize,
     nparts: usize,
@@ -170,7 +180,7 @@ pub fn check_on<T: Split, O: RedOp, E: Compression>(
     }
     let initial = dsts.clone();
     let mut net = Net::new(k, nparts, SLOT_BYTES);
-    net.trusted = trusted;
+    net.link = link;
     let size = T::DTYPE.size_bytes();
     let warps: Vec<Vec<_>> = (0..k * nparts)
         .map(|i| {
@@ -194,7 +204,7 @@ pub fn check_on<T: Split, O: RedOp, E: Compression>(
         assert_eq!(
             *result,
             Ok(()),
-            "{coll:?} {:?} {:?} k {k} parts {nparts} count {count} in place {in_place} {channel:?} trusted {trusted}: list {i}",
+            "{coll:?} {:?} {:?} k {k} parts {nparts} count {count} in place {in_place} {channel:?} {link:?}: list {i}",
             T::DTYPE,
             O::OP
         );
@@ -206,7 +216,7 @@ pub fn check_on<T: Split, O: RedOp, E: Compression>(
         assert!(
             bad.is_none() && got.len() == want.len(),
             "{coll:?} {:?} {:?} k {k} parts {nparts} root {root} count {count} in place {in_place} seed {seed} {channel:?} \
-             trusted {trusted}: \
+             {link:?}: \
              rank {r} element {bad:?} differs: got {:?} want {:?}",
             T::DTYPE,
             O::OP,

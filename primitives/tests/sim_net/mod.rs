@@ -8,6 +8,7 @@
 //! |-----------------------|------------------------------|---------------------------------------|
 //! | FIFO `(part, a, b)`   | part, directed pair `a -> b` | `NSLOTS` slots, `head`, `tail`        |
 //! | staging buffer        | work descriptor              | one slot (shared by its channels)     |
+//! | frame stage           | work descriptor              | one slot (used over [`Link::Net`])    |
 //! | channel descriptors   | work descriptor              | [`Coll::channels`] entries            |
 //! | status record         | work descriptor              | `STATUS_WORDS` words, zero = fine     |
 //! | abort word            | net                          | raised by the first warp that fails   |
@@ -36,6 +37,18 @@ use zipcoll_primitives::conn::{ChannelDesc, ConnDesc, Failure, NSLOTS, STATUS_WO
 use zipcoll_primitives::prims::Compression;
 use zipcoll_targets::sim::{launch, LaunchConfig, SimError, SimWarp};
 use zipcoll_targets::{Grid, SharedMem};
+
+/// Which transport's FIFOs the channels stand for, as far as the kernels can tell them apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// The simulator transport's: RAW payloads verified, frames coded in their slots.
+    Sim,
+    /// P2P's: trusted (`ChannelDesc::trusted`: RAW payloads used unverified).
+    P2p,
+    /// NET's: slots in host memory, so frames are coded in a frame stage
+    /// (`ChannelDesc::frame_stage`) and copied to and from them; RAW payloads verified.
+    Net,
+}
 
 /// What drives each list of work descriptors: a warp, or a block of this many threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,9 +113,8 @@ pub struct Net {
     arena: Mutex<Arena>,
     /// Nanoseconds a wait lasts before a timeout.
     pub timeout_ns: u64,
-    /// Whether the channels are trusted (`ChannelDesc::trusted`, as over P2P): the RAW fast
-    /// path then verifies nothing it receives.
-    pub trusted: bool,
+    /// The transport the channels stand for.
+    pub link: Link,
 }
 
 // SAFETY: the `UnsafeCell` memory is written only by the simulated warps, through the FIFO
@@ -128,7 +140,7 @@ impl Net {
             abort: AtomicU32::new(0),
             arena: Mutex::default(),
             timeout_ns: 20_000_000_000,
-            trusted: false,
+            link: Link::Sim,
         }
     }
 
@@ -166,8 +178,17 @@ impl Net {
     }
 
     /// The channels of `coll` for `rank`, `part` and peer `peer` (send / recv), with staging
-    /// buffer `stage` and the net's abort word.
-    pub fn channels(&self, coll: Coll, rank: usize, part: usize, peer: usize, stage: *mut u8) -> Vec<ChannelDesc> {
+    /// buffer `stage`, frame stage `frame_stage` (used over [`Link::Net`]) and the net's abort
+    /// word.
+    pub fn channels(
+        &self,
+        coll: Coll,
+        rank: usize,
+        part: usize,
+        peer: usize,
+        stage: *mut u8,
+        frame_stage: *mut u8,
+    ) -> Vec<ChannelDesc> {
         let k = self.nranks;
         let ch = |send, recv| ChannelDesc {
             send,
@@ -177,7 +198,11 @@ impl Net {
             abort: self.abort.as_ptr(),
             codec: 0,
             timeout_ns: self.timeout_ns,
-            trusted: u64::from(self.trusted),
+            trusted: u64::from(self.link == Link::P2p),
+            frame_stage: match self.link {
+                Link::Net => frame_stage,
+                Link::Sim | Link::P2p => std::ptr::null_mut(),
+            },
         };
         match coll {
             Coll::Send => vec![ch(self.conn(part, rank, peer), ConnDesc::NONE)],
@@ -195,8 +220,8 @@ impl Net {
         }
     }
 
-    /// A work descriptor for `rank`'s warp `part` with its own channels, staging buffer and
-    /// status record (living as long as the net).
+    /// A work descriptor for `rank`'s warp `part` with its own channels, staging buffer, frame
+    /// stage and status record (living as long as the net).
     #[allow(clippy::too_many_arguments)]
     pub fn work(
         &self,
@@ -211,8 +236,10 @@ impl Net {
     ) -> WorkDesc {
         let mut arena = self.arena.lock().unwrap();
         let stage = device_bytes(self.slot_bytes / 16);
+        let frame_stage = device_bytes(self.slot_bytes / 16);
         let channels: Box<[ChannelDesc]> = if self.nranks > 1 {
-            self.channels(coll, rank, part, peer_or_root, device_ptr(&stage)).into()
+            let stages = (device_ptr(&stage), device_ptr(&frame_stage));
+            self.channels(coll, rank, part, peer_or_root, stages.0, stages.1).into()
         } else {
             Box::new([])
         };
@@ -236,6 +263,7 @@ impl Net {
             status: status[0].as_ptr(),
         };
         arena.stages.push(stage);
+        arena.stages.push(frame_stage);
         arena.channels.push(channels);
         arena.status.push(status);
         work

@@ -166,7 +166,8 @@ mod wire;
 /// encode back to its bytes, a piece accepted off its frame's grid).
 #[doc(hidden)]
 pub mod fuzzing {
-    use super::wire::{frame_len, Handshake, MsgHeader, MsgKind, Striping, HANDSHAKE_BYTES, MSG_HEADER_BYTES};
+    use super::wire::{Handshake, MsgHeader, MsgKind, Striping, HANDSHAKE_BYTES, MSG_HEADER_BYTES};
+    use zipcoll_device::frame::frame_len;
 
     /// The first bytes as a handshake record, a message header (a DATA piece's place is then
     /// checked against the striping the 5 bytes after the header name: sockets, smallest

@@ -5,7 +5,7 @@
 //! protocol and the memory-ordering argument are in the docs of [`super`].
 
 use super::pace::{pace_step, Backoff, PaceStep, TokenBucket};
-use super::wire::{frame_len, MsgHeader, MsgKind, Striping, MAX_REASON_BYTES, MSG_HEADER_BYTES};
+use super::wire::{MsgHeader, MsgKind, Striping, MAX_REASON_BYTES, MSG_HEADER_BYTES};
 use super::{Failure, PeerCounters, RawFifo, Shared};
 use std::collections::HashMap;
 use std::io::{ErrorKind, IoSlice, Read, Write};
@@ -13,6 +13,7 @@ use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+use zipcoll_device::frame::frame_len;
 use zipcoll_primitives::conn::NSLOTS;
 
 /// The longest a writer spends telling its peer that this transport stops.

@@ -2,8 +2,6 @@
 //! after it (the tables are in the docs of [`super`]). Plain little-endian encoders and decoders;
 //! decoding never trusts a length it has not bounded.
 
-use zipcoll_device::frame::{FrameHeader, BLOCK_FRAME_VERSION, HEADER_BYTES};
-
 /// `"ZCNT"`: the first word of every handshake.
 pub(super) const HANDSHAKE_MAGIC: u32 = u32::from_le_bytes(*b"ZCNT");
 /// The wire protocol version (handshake and messages); both ends must agree.
@@ -250,18 +248,6 @@ impl Striping {
     }
 }
 
-/// Bytes of the frame at the start of `slot`: header plus payload when the header is valid (a
-/// warp frame's or a block frame's) and the frame fits the slot, otherwise the whole slot (so
-/// that the receiver's validation reports the damage; nothing outside the slot is ever read).
-pub(super) fn frame_len(slot: &[u8]) -> usize {
-    let header = FrameHeader::parse(slot).or_else(|_| FrameHeader::parse_version(slot, BLOCK_FRAME_VERSION));
-    match header {
-        // `parse` checked that `HEADER_BYTES + payload_bytes <= slot.len()`
-        Ok(h) => HEADER_BYTES + h.payload_bytes as usize,
-        Err(_) => slot.len(),
-    }
-}
-
 fn u32_at(b: &[u8], o: usize) -> u32 {
     u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
 }
@@ -275,9 +261,6 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zipcoll_device::codec::CodecId;
-    use zipcoll_device::dtype::DType;
-    use zipcoll_device::frame::checksum;
 
     #[test]
     fn handshake_round_trips_and_rejects_strangers() {
@@ -369,28 +352,5 @@ mod tests {
         for (offset, len, total) in [(1, 65536, 524_288), (65536, 100, 524_288), (524_288, 0, 524_288)] {
             assert!(s.index(offset, len, total).is_err(), "{offset} {len} {total}");
         }
-    }
-
-    #[test]
-    fn frame_len_is_exact_for_valid_frames_and_the_slot_otherwise() {
-        let data = [7u8; 100];
-        let h = FrameHeader::new(CodecId::Raw, DType::F8E4M3, 0, 0, 100, 100, checksum(&data));
-        let mut slot = vec![0u8; 256];
-        slot[..32].copy_from_slice(&h.to_bytes());
-        slot[32..132].copy_from_slice(&data);
-        assert_eq!(frame_len(&slot), 132);
-        // a block frame's (format version 2) too: sent whole slots before, 1.5% more bytes on
-        // the wire than RAW for ExpAns
-        slot[..32].copy_from_slice(&h.with_version(BLOCK_FRAME_VERSION).to_bytes());
-        assert_eq!(frame_len(&slot), 132);
-        slot[..32].copy_from_slice(&h.to_bytes());
-        // a header claiming more than the slot holds
-        let big = FrameHeader::new(CodecId::Raw, DType::F8E4M3, 0, 0, 1000, 1000, 0);
-        slot[..32].copy_from_slice(&big.to_bytes());
-        assert_eq!(frame_len(&slot), 256);
-        // garbage, and a slot shorter than a header
-        slot[0] ^= 0xff;
-        assert_eq!(frame_len(&slot), 256);
-        assert_eq!(frame_len(&slot[..16]), 16);
     }
 }
