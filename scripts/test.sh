@@ -5,7 +5,7 @@
 # | job      | what                                                                          |
 # |----------|-------------------------------------------------------------------------------|
 # | gpu code | zipcoll-tests: the kernel crate built for sm_90, sm_80, gfx942 and gfx950     |
-# |          | (but sm_90: a subset of the variants), validated by ptxas and llvm-readelf, under |
+# |          | (a subset of the variants), validated by ptxas and llvm-readelf, under        |
 # |          | snapshots (its own target dir)                                                 |
 # | host     | clippy over the workspace, the C ABI's libzipcoll.so, then every other crate's tests (device code on the simulator), |
 # |          | among them a smoke run of every fuzz target (fuzz/tests/smoke.rs, stable Rust, ~30 s)   |
