@@ -173,7 +173,7 @@ where
     // aligned for vectors, then `src` and `dst` off by different numbers of elements (words, at
     // odd bytes for 8-bit dtypes) and one of them aligned
     let size = T::DTYPE.size_bytes();
-    let shifts = [(0, 0), (1, 3), (4 / size, 0), (0, 16 / size - 1)];
+    let shifts = [(0, 0), (1, 3), (4 / size, 0), (0, 16 / size - 1), (8 / size, 2)];
     for n in LENGTHS {
         for at in shifts {
             check::<W, T, O, false, false, true, false>(n, at);

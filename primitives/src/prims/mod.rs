@@ -32,8 +32,8 @@
 //!
 //! RAW steps take a fast path ([`raw`]): when the frame sent (if any) is RAW and the frame
 //! received (if any) is exactly a RAW frame of the chunk, the step computes, copies and sends
-//! the value in one pass over the whole team (16-byte vectors where `src` and `dst` are
-//! aligned for them, words otherwise) that also checks the
+//! the value in one pass over the whole team (16-byte vectors; `src` and `dst` by aligned
+//! pieces of them where they are not aligned for vectors) that also checks the
 //! received payload's checksum (a step that combines into `dst` checks in a pass of its own
 //! first; a trusted channel, `ChannelDesc::trusted`, checks neither way), writing the frame
 //! itself (byte-identical to the codec's RAW frame) and publishing nothing of a rejected one:
@@ -52,11 +52,13 @@
 //!
 //! Frames of FIFOs in host memory (NET's; the channel has a `frame_stage`) are coded in device
 //! memory and moved to and from their slots by whole 16-byte vectors ([`staged`]); a received
-//! slot is then freed before its frame is decoded.
+//! slot is freed as soon as its frame (or, on the RAW fast path, its payload) is copied in,
+//! before the frame is decoded or the step waits for its send slot.
 
 mod compression;
 pub mod raw;
 mod staged;
+mod unaligned;
 pub mod value;
 
 pub use compression::{ByChannel, Compression, Force, Off, RawOnly};
@@ -232,16 +234,24 @@ impl<M: Team, T: Split, O: RedOp, E: Compression> Prims<M, T, O, E> {
         }
         // (payload, its stored checksum, the receive step)
         let mut received = (core::ptr::null(), 0u32, 0u64);
-        if let (true, Some(recv)) = (RECV, self.link.recv.as_ref()) {
+        let staged = !self.link.frame_stage.is_null();
+        if let (true, Some(recv)) = (RECV, self.link.recv.as_mut()) {
             let step = recv.step();
             let frame = match recv.wait_frame(team) {
                 Ok(frame) => frame,
                 Err(e) => return Some(Err(e)),
             };
-            let (payload, stored) = match raw::classify::<T>(frame, n) {
+            let (mut payload, stored) = match raw::classify::<T>(frame, n) {
                 raw::Received::General => return None,
                 raw::Received::Raw { payload, stored } => (payload, stored),
             };
+            if staged {
+                // SAFETY: the payload holds `n` elements inside a slot (`classify`); the frame
+                // stage holds a slot and only this team uses it (`ChannelDesc`'s contract).
+                payload = unsafe { staged::stage_payload::<M, T>(team, payload, self.link.frame_stage, n) };
+                // every thread: the payload is in device memory; the slot may take the next frame
+                recv.release(team);
+            }
             // a step that combines into `dst` checks the payload first, so that nothing of a
             // rejected frame is ever combined into the caller's buffer
             if REDUCE && COPY && !self.link.trusted {
@@ -280,7 +290,7 @@ impl<M: Team, T: Split, O: RedOp, E: Compression> Prims<M, T, O, E> {
             }
         }
         // `release` and `post` sync the team before they publish
-        if let (true, Some(recv)) = (RECV, self.link.recv.as_mut()) {
+        if let (true, false, Some(recv)) = (RECV, staged, self.link.recv.as_mut()) {
             recv.release(team);
         }
         if let (true, Some(send)) = (SEND, self.link.send.as_mut()) {

@@ -18,18 +18,19 @@
 //! is not exactly a RAW frame of the step's `n` elements is left to the general path (which
 //! decodes it or reports why not).
 //!
-//! How the main pass spreads the chunk over the channel's team (a warp or a block, [`Team`]),
-//! thread `r` of a team of `size`:
-//!
-//! | `src` and `dst` (where used)  | thread `r` moves                                   | accesses                                   |
-//! |-------------------------------|----------------------------------------------------|--------------------------------------------|
-//! | 16-byte aligned               | vectors `r, r + size, ..`, then tail word `r` (`r < 4`) | 16-byte loads and stores; the tail (`bytes % 16`) word by word |
-//! | not (a chunk at an odd offset: all_gather, reduce_scatter, all_to_all of counts that are not a multiple of 16 bytes) | words `r, r + size, ..` | slots and aligned buffers a word at a time, the unaligned buffer element by element |
-//!
-//! Either way [`unroll`] vectors or words are loaded before any is used. Slots are
+//! How the main pass spreads the chunk over the channel's team (a warp or a block, [`Team`]):
+//! thread `r` of a team of `size` moves vectors `r, r + size, ..`, [`unroll`] of them loaded
+//! before any is used, then tail word `r` (`r < 4`, the `bytes % 16` after the vectors, element
+//! by element where its buffer is not 4-byte aligned). Slots are
 //! [`crate::conn::SLOT_ALIGN`]-aligned and payloads start 32 bytes into them, so the received
-//! and sent payloads are always vector-aligned.
+//! and sent payloads are always moved by 16-byte loads and stores:
+//!
+//! | `src` and `dst` (where used)  | their accesses per vector                          |
+//! |-------------------------------|----------------------------------------------------|
+//! | 16-byte aligned               | one 16-byte load or store                          |
+//! | not (a chunk at an odd offset: all_gather, reduce_scatter, all_to_all of counts that are not a multiple of 16 bytes) | 2-5 naturally aligned pieces of the same 16 bytes ([`unaligned`]) |
 
+use super::unaligned;
 use super::value::{with_step_value, StepFn, StepValue};
 use crate::conn::{ConnError, Failure};
 use zipcoll_device::codec::CodecId;
@@ -81,6 +82,20 @@ pub const VECTOR_BYTES: usize = 16;
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(16))]
 pub(super) struct Vector([u32; 4]);
+
+impl Vector {
+    /// The vector of the 16 little-endian bytes of `bits`.
+    #[inline(always)]
+    pub(super) fn from_bits(bits: u128) -> Vector {
+        Vector(core::array::from_fn(|k| (bits >> (32 * k)) as u32))
+    }
+
+    /// Its 16 bytes as a little-endian number.
+    #[inline(always)]
+    pub(super) fn bits(self) -> u128 {
+        self.0.iter().rev().fold(0, |acc, &w| acc << 32 | u128::from(w))
+    }
+}
 
 /// Whether `p` may be read and written by vectors.
 #[inline(always)]
@@ -271,109 +286,50 @@ pub unsafe fn combine_send_value<
 ) -> RawSums {
     let local = V::REDUCE || !RECV;
     let bytes = s.n * T::DTYPE.size_bytes();
-    // vectors only where every buffer the step uses is vector-aligned (the payloads always are)
-    let vectors = (!local || aligned(s.src)) && (!COPY || aligned(s.dst));
-    let nvec = if vectors { bytes / VECTOR_BYTES } else { 0 };
-    let (recv, src) = (s.recv.cast::<Vector>(), s.src.cast::<Vector>());
-    let dst = s.dst.cast::<Vector>();
-    let sent = s.send.wrapping_add(HEADER_BYTES).cast::<Vector>();
-    let (mut acc, mut got_acc) = (0u32, 0u32);
-    let mut v = team.rank() as usize;
-    let (stride, unroll) = (team.size() as usize, unroll::<M>(V::ARITHMETIC));
-    while v < nvec {
-        let mut got = [Vector::default(); MAX_UNROLL];
-        let mut mine = [Vector::default(); MAX_UNROLL];
-        unrolled!(U < unroll => {
-            let i = v + U * stride;
-            if i < nvec {
-                // SAFETY: `i < nvec`: whole vectors inside the payload and `src` (contract).
-                unsafe {
-                    if RECV {
-                        got[U] = recv.add(i).read();
-                    }
-                    if local {
-                        mine[U] = src.add(i).read();
-                    }
-                }
-            }
-        });
-        unrolled!(U < unroll => {
-            let i = v + U * stride;
-            if i < nvec {
-                // 8- and 16-bit floats convert through f32 in software: their arithmetic goes
-                // out of line, one call per vector, so the unrolled loop stays small
-                let x = if V::ARITHMETIC && T::DTYPE.size_bytes() < 4 {
-                    map_vector_out_of_line::<T, V>(step_value, got[U], mine[U])
-                } else {
-                    map_vector::<T, V>(step_value, got[U], mine[U])
-                };
-                // SAFETY: `i < nvec`: inside `dst` and the slot's payload (contract); `src[i]`
-                // was read above, before this write.
-                unsafe {
-                    if COPY {
-                        dst.add(i).write(x);
-                    }
-                    if SEND {
-                        sent.add(i).write(x);
-                    }
-                }
-                acc = acc.wrapping_add(vector_terms(&x, i));
-                if RECV && s.verify {
-                    got_acc = got_acc.wrapping_add(vector_terms(&got[U], i));
-                }
-            }
-        });
-        v += unroll * stride;
-    }
-    // the words after the vectors: thread r moves words nvec * 4 + r, + size, .. (every word of
-    // a step with an unaligned `src` or `dst`; at most the 4 tail words otherwise)
+    let nvec = bytes / VECTOR_BYTES;
+    // the payloads are always vector-aligned; `src` and `dst` are moved by pieces where not
+    // SAFETY: forwarded from the caller; `nvec` vectors are `bytes` or fewer.
+    let (mut acc, mut got_acc) = unsafe {
+        if (!local || aligned(s.src)) && (!COPY || aligned(s.dst)) {
+            vector_pass::<M, T, V, RECV, SEND, COPY, true>(team, step_value, s, nvec)
+        } else {
+            vector_pass::<M, T, V, RECV, SEND, COPY, false>(team, step_value, s, nvec)
+        }
+    };
+    // the words after the vectors (at most 4): thread r moves word nvec * 4 + r, + size, ..
     let words = bytes.div_ceil(4);
     let out = s.send.wrapping_add(HEADER_BYTES).cast::<T::Bits>();
     let mut w = nvec * 4 + team.rank() as usize;
     while w < words {
-        let mut got = [0u32; MAX_UNROLL];
-        let mut mine = [0u32; MAX_UNROLL];
-        unrolled!(U < unroll => {
-            let i = w + U * stride;
-            if i < words {
-                // SAFETY: `i < words`: the word's elements that exist are inside the payload and
-                // `src` (contract).
-                unsafe {
-                    if RECV {
-                        got[U] = load_word::<T>(s.recv, i, s.n);
-                    }
-                    if local {
-                        mine[U] = load_word::<T>(s.src, i, s.n);
-                    }
-                }
+        // SAFETY: `w < words`: the word's elements that exist are inside the payload and `src`
+        // (contract).
+        let (got, mine) = unsafe {
+            (
+                if RECV { load_word::<T>(s.recv, w, s.n) } else { 0 },
+                if local { load_word::<T>(s.src, w, s.n) } else { 0 },
+            )
+        };
+        // as `map_vector_out_of_line`: 8- and 16-bit arithmetic goes out of line
+        let x = if V::ARITHMETIC && T::DTYPE.size_bytes() < 4 {
+            map_word_out_of_line::<T, V>(step_value, got, mine)
+        } else {
+            map_word::<T>(got, mine, |r, l| step_value.of::<T>(r, l))
+        } & word_mask::<T>(w, s.n);
+        // SAFETY: `w < words`: the word's elements that exist are inside `dst` and the slot's
+        // payload (contract); `src`'s were read above, before this write.
+        unsafe {
+            if COPY {
+                store_word::<T>(s.dst, w, s.n, x);
             }
-        });
-        unrolled!(U < unroll => {
-            let i = w + U * stride;
-            if i < words {
-                // as `map_vector_out_of_line`: 8- and 16-bit arithmetic goes out of line
-                let x = if V::ARITHMETIC && T::DTYPE.size_bytes() < 4 {
-                    map_word_out_of_line::<T, V>(step_value, got[U], mine[U])
-                } else {
-                    map_word::<T>(got[U], mine[U], |r, l| step_value.of::<T>(r, l))
-                } & word_mask::<T>(i, s.n);
-                // SAFETY: `i < words`: the word's elements that exist are inside `dst` and the
-                // slot's payload (contract); `src`'s were read above, before this write.
-                unsafe {
-                    if COPY {
-                        store_word::<T>(s.dst, i, s.n, x);
-                    }
-                    if SEND {
-                        store_word::<T>(out, i, s.n, x);
-                    }
-                }
-                acc = acc.wrapping_add(checksum_term(x, i as u32));
-                if RECV && s.verify {
-                    got_acc = got_acc.wrapping_add(checksum_term(got[U], i as u32));
-                }
+            if SEND {
+                store_word::<T>(out, w, s.n, x);
             }
-        });
-        w += unroll * stride;
+        }
+        acc = acc.wrapping_add(checksum_term(x, w as u32));
+        if RECV && s.verify {
+            got_acc = got_acc.wrapping_add(checksum_term(got, w as u32));
+        }
+        w += team.size() as usize;
     }
     // (a block team pays two barriers per sum: only the sums a step uses are taken)
     let checksum = if SEND { team.sum_u32(acc) } else { 0 }.wrapping_add(bytes as u32);
@@ -397,6 +353,90 @@ pub unsafe fn combine_send_value<
         frame_bytes: HEADER_BYTES + bytes,
         received,
     }
+}
+
+/// The vectors of [`combine_send_value`]'s main pass: thread `r` of the team computes vectors
+/// `r, r + size, ..` of the `nvec` whole vectors, [`unroll`] of them loaded before any is
+/// used; returns its terms of the sent and of the received checksum. The payloads are moved
+/// by 16-byte vectors; `src` and `dst` too where `ALIGNED` (both vector-aligned, where used),
+/// by [`unaligned`]'s pieces otherwise.
+///
+/// # Safety
+/// As [`combine_send_value`]; `nvec` whole vectors are inside every buffer the step uses.
+#[inline(always)]
+unsafe fn vector_pass<
+    M: Team,
+    T: Elem,
+    V: StepValue,
+    const RECV: bool,
+    const SEND: bool,
+    const COPY: bool,
+    const ALIGNED: bool,
+>(
+    team: M,
+    step_value: V,
+    s: &RawStep<T>,
+    nvec: usize,
+) -> (u32, u32) {
+    let local = V::REDUCE || !RECV;
+    let recv = s.recv.cast::<Vector>();
+    let (src, dst) = (s.src.cast::<u8>(), s.dst.cast::<u8>());
+    let sent = s.send.wrapping_add(HEADER_BYTES).cast::<Vector>();
+    let (mut acc, mut got_acc) = (0u32, 0u32);
+    let mut v = team.rank() as usize;
+    let (stride, unroll) = (team.size() as usize, unroll::<M>(V::ARITHMETIC));
+    while v < nvec {
+        let mut got = [Vector::default(); MAX_UNROLL];
+        let mut mine = [Vector::default(); MAX_UNROLL];
+        unrolled!(U < unroll => {
+            let i = v + U * stride;
+            if i < nvec {
+                // SAFETY: `i < nvec`: whole vectors inside the payload and `src` (contract).
+                unsafe {
+                    if RECV {
+                        got[U] = recv.add(i).read();
+                    }
+                    if local {
+                        let at = src.add(i * VECTOR_BYTES);
+                        mine[U] = if ALIGNED { at.cast::<Vector>().read() } else { unaligned::load(at) };
+                    }
+                }
+            }
+        });
+        unrolled!(U < unroll => {
+            let i = v + U * stride;
+            if i < nvec {
+                // 8- and 16-bit floats convert through f32 in software: their arithmetic goes
+                // out of line, one call per vector, so the unrolled loop stays small
+                let x = if V::ARITHMETIC && T::DTYPE.size_bytes() < 4 {
+                    map_vector_out_of_line::<T, V>(step_value, got[U], mine[U])
+                } else {
+                    map_vector::<T, V>(step_value, got[U], mine[U])
+                };
+                // SAFETY: `i < nvec`: inside `dst` and the slot's payload (contract); `src[i]`
+                // was read above, before this write.
+                unsafe {
+                    if COPY {
+                        let at = dst.add(i * VECTOR_BYTES);
+                        if ALIGNED {
+                            at.cast::<Vector>().write(x);
+                        } else {
+                            unaligned::store(at, x);
+                        }
+                    }
+                    if SEND {
+                        sent.add(i).write(x);
+                    }
+                }
+                acc = acc.wrapping_add(vector_terms(&x, i));
+                if RECV && s.verify {
+                    got_acc = got_acc.wrapping_add(vector_terms(&got[U], i));
+                }
+            }
+        });
+        v += unroll * stride;
+    }
+    (acc, got_acc)
 }
 
 /// The typed error of a received RAW frame whose data do not match its checksum.

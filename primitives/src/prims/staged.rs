@@ -7,13 +7,19 @@
 //! | side    | frame stage null                | frame stage set                                                         |
 //! |---------|---------------------------------|-------------------------------------------------------------------------|
 //! | receive | the decoder reads the slot      | [`stage_in`]: the frame ([`frame_len`] of the slot) copied in, the slot freed, then decoded from the stage |
+//! | receive, RAW fast path | the pass reads the slot's payload | [`stage_payload`]: the payload copied in, the slot freed, then the pass reads the copy |
 //! | send    | the encoder writes the slot     | encoded into the stage, then [`copy_vectors`] of its bytes into the slot, then posted |
+//!
+//! Freeing the slot first matters most to the RAW fast path: without a stage a step that
+//! receives and sends holds its received slot while it waits for a send slot, so the proxy
+//! cannot land the next frame meanwhile.
 //!
 //! Every copy covers whole vectors (a frame's length rounded up to 16 bytes); slots and the
 //! stage are 16-aligned and a multiple of 16 long, so that never leaves either.
 
 use super::raw::{unroll, unrolled, Vector, MAX_UNROLL, VECTOR_BYTES};
-use zipcoll_device::frame::frame_len;
+use zipcoll_device::dtype::Elem;
+use zipcoll_device::frame::{frame_len, HEADER_BYTES};
 use zipcoll_device::team::Team;
 
 /// Copies the `bytes` at `src` (rounded up to whole vectors) to `dst`, spread over the team:
@@ -68,5 +74,29 @@ pub unsafe fn stage_in<'a, M: Team>(team: M, slot: &[u8], stage: *mut u8) -> &'a
     unsafe {
         copy_vectors(team, slot.as_ptr(), stage, len);
         core::slice::from_raw_parts(stage, len)
+    }
+}
+
+/// Copies the `n`-element RAW payload at `payload` (inside a slot, [`HEADER_BYTES`] into it)
+/// to the same place in the frame stage `stage` and returns the copy, on every thread, after a
+/// team sync. The slot may be freed once this returns.
+///
+/// # Safety
+/// `payload` is 16-byte aligned, [`HEADER_BYTES`] into a slot that is a multiple of 16 bytes
+/// long and holds the `n` elements; `stage` is 16-byte aligned, holds a slot and is written by
+/// nobody else meanwhile.
+#[inline(always)]
+pub unsafe fn stage_payload<M: Team, T: Elem>(
+    team: M,
+    payload: *const T::Bits,
+    stage: *mut u8,
+    n: usize,
+) -> *const T::Bits {
+    // SAFETY: the payload's bytes rounded up to 16 end inside the slot (a multiple of 16 long,
+    // the payload 16-aligned in it), so inside the stage at the same offset too.
+    unsafe {
+        let copy = stage.add(HEADER_BYTES);
+        copy_vectors(team, payload.cast(), copy, n * T::DTYPE.size_bytes());
+        copy.cast_const().cast()
     }
 }
