@@ -16,14 +16,18 @@
 //!
 //! # The cost model
 //!
-//! `T_c = latency + a_c + P_c / B_eff + l_enc * E_c + l_dec * D_c` ([`TransportModel::time_s`]):
-//! `P_c` the predicted bytes on the link, `E_c = D_c` the uncompressed bytes encoded and decoded,
-//! `a_c` a fixed cost per batch; RAW pays only `latency + n * size / B_eff`. The model adds the
-//! coding time to the transfer (no overlap is credited), so a codec must win on its own. On a
-//! fast link (NVLink) encode plus decode alone take longer than sending the batch raw, and the
-//! constant-time gate answers RAW without sampling; on a slow one (the network) a codec that
-//! saves a third of the bytes wins by far.
-//!
+//! A coded batch is pipelined through encode, wire and decode, frame by frame and channel by
+//! channel ([`TransportModel::time_s`], [`mod@model`]): `T_c = latency + a_c + (1 - q) *
+//! max(E_c, W_c, D_c) + q * (E_c + W_c + D_c)`, with `W_c = P_c / B_eff` for `P_c` predicted
+//! bytes on the link, `E_c` and `D_c` the encode and decode time of the batch's uncompressed
+//! bytes at the rate of the channels that code it, and `q` the part of the batch in the
+//! channels' first frames (the fill and drain); RAW pays only `latency + n * size / B_eff`.
+//! On a fast link (NVLink) encoding or decoding alone takes longer than sending the batch raw,
+//! and the constant-time gate answers RAW without sampling; on a slow one (the network) the
+//! wire is the slowest stage, and a codec that saves a third of the bytes wins once the batch
+//! fills the channels' pipelines. The presets code with the whole GPU (one pipeline); a
+//! communicator's model codes with its channels ([`TransportModel::with_block_coders`]).
+
 //! # Where the constants come from
 //!
 //! | constant | value | source |
@@ -33,6 +37,7 @@
 //! | latencies | 3 us, 20 us | placeholders |
 //! | `l_enc`, `l_dec` | 1 / (127, 123 GB/s) FixedLen; 1 / (99, 125) ExpWindow; 1 / (55, 103) ExpAns; 1 / (38, 107) Huffman | measured 2026-11-30 on one H200 with `zipcoll-bench codec --sizes 256M --dtype bf16` (BENCHMARKS.md): bf16 N(0,1), 256 MiB, frames of 8192 elements, median of 20 runs after 3 warm-up runs, GB/s of uncompressed bytes (f32 runs faster per byte: see [`model`]) |
 //! | `a_c` | 2 us | placeholder |
+//! | one channel's rates | a block channel's ExpAns 0.68 / 0.92 GB/s; other codecs one warp's (FixedLen 4.4 / 5.5 GB/s over 64 warps, ...) | measured: a CTA per 512 KiB frame (2026-12-04) and one warp per frame (2026-11-30) on one H200 (see [`model`]) |
 //!
 //! How the constants are calibrated: `zipcoll-bench codec` measures each codec's encode and
 //! decode GB/s (per uncompressed byte) on the GPU, and `l_enc = 1 / enc_bandwidth`,
@@ -41,9 +46,9 @@
 //! bandwidth (NVLink ~350-390 GB/s busbw on 2x H200 NV18 with a good NCCL setting, the network's
 //! socket transport ~5-10 GB/s). A [`TransportModel`] is plain data: build one from measured
 //! numbers. With these, NVLink (327 GB/s) is faster than any codec's encode alone, so the gate
-//! answers RAW there; the network (4.6 GB/s) is 8 to 25 times slower than the codecs, so the
-//! bytes saved decide, and a faster codec may beat a smaller one (on N(0,1) bf16 ExpWindow,
-//! 6% larger than ExpAns but 1.8 times as fast to encode, is predicted 0.7% faster).
+//! answers RAW there; the network (4.6 GB/s) is 8 to 25 times slower than the codecs, the wire
+//! is the pipeline's slowest stage, and the bytes saved decide (on N(0,1) bf16 the smallest
+//! codec, ExpAns, wins).
 //!
 //! # Predictions
 //!
@@ -234,15 +239,12 @@ impl Arbiter {
         }
     }
 
-    /// The most bytes `codec` may put on the link for a batch of `raw_bytes` and still beat RAW
-    /// by the gain within `capacity` (0 if it cannot at all).
-    fn max_bytes(&self, codec: CodecId, raw_bytes: u64, capacity: u64) -> u64 {
+    /// The most bytes `codec` may put on the link for a batch of `raw_bytes` in frames of
+    /// `frame_bytes` and still beat RAW by the gain within `capacity` (0 if it cannot at all).
+    fn max_bytes(&self, codec: CodecId, raw_bytes: u64, frame_bytes: u64, capacity: u64) -> u64 {
         let t = &self.transport;
         let budget = t.raw_time_s(raw_bytes) * (1.0 - self.policy.min_gain);
-        let overhead = t.time_s(codec, raw_bytes, 0);
-        let spare = (budget - overhead) * t.bandwidth_bytes_per_s;
-        // `as` saturates: a negative spare is 0
-        (spare as u64).min(capacity)
+        t.max_wire_bytes(codec, raw_bytes, frame_bytes, budget).min(capacity)
     }
 
     /// The codecs other than RAW that may be chosen.
@@ -252,18 +254,19 @@ impl Arbiter {
             .filter(move |&c| c != CodecId::Raw && self.policy.available.contains(c))
     }
 
-    /// Whether no codec can beat RAW on this link at any batch size: for every candidate, coding
-    /// a byte (encode and decode) takes at least the wire time a byte must save
-    /// (`(1 - min_gain) / bandwidth`), so its budget in [`Arbiter::gate`] is spent before a
-    /// single byte is sent and the gate decides RAW for every `n`. Depends on the link and the
-    /// policy alone: every rank of a communicator computes the same, so each knows that its
-    /// peers send RAW (NVLink with the collectives' coders; a network with few of them).
+    /// Whether no codec can beat RAW on this link at any batch size: for every candidate,
+    /// encoding or decoding a byte with every channel takes at least the wire time a byte must
+    /// save (`(1 - min_gain) / bandwidth`), so that stage alone outlasts RAW's budget and the
+    /// gate decides RAW for every `n` (fewer channels, fill and drain only add time). Depends
+    /// on the link and the policy alone: every rank of a communicator computes the same, so
+    /// each knows that its peers send RAW (NVLink with the collectives' coders; a network with
+    /// few of them).
     pub fn never_codes(&self) -> bool {
         let t = &self.transport;
         let saved_per_byte = (1.0 - self.policy.min_gain) / t.bandwidth_bytes_per_s;
         self.candidates().all(|c| {
             let cost = t.cost(c);
-            cost.enc_s_per_byte + cost.dec_s_per_byte >= saved_per_byte
+            cost.enc_s_per_byte.max(cost.dec_s_per_byte) >= saved_per_byte
         })
     }
 
@@ -287,9 +290,10 @@ impl Arbiter {
             return Some(plan);
         }
         let floor = lower_bound_bytes::<T>(n, frame_elems);
+        let frame_bytes = (frame_elems * T::DTYPE.size_bytes()) as u64;
         if self
             .candidates()
-            .all(|c| floor > self.max_bytes(c, raw_bytes, capacity))
+            .all(|c| floor > self.max_bytes(c, raw_bytes, frame_bytes, capacity))
         {
             plan.reason = Reason::CannotWin;
             return Some(plan);
@@ -314,15 +318,16 @@ impl Arbiter {
         };
         let predictions = predict::<T>(&Sample::of::<T>(data), n, frame_elems);
         plan.predictions = Some(predictions);
+        let frame_bytes = (frame_elems * T::DTYPE.size_bytes()) as u64;
         plan.choice = self
             .candidates()
             .filter_map(|codec| {
                 let predicted_bytes = predictions.get(codec);
-                let max_bytes = self.max_bytes(codec, raw_bytes, capacity);
+                let max_bytes = self.max_bytes(codec, raw_bytes, frame_bytes, capacity);
                 (predicted_bytes <= max_bytes).then(|| Choice {
                     codec,
                     predicted_bytes,
-                    predicted_s: self.transport.time_s(codec, raw_bytes, predicted_bytes),
+                    predicted_s: self.transport.time_s(codec, raw_bytes, predicted_bytes, frame_bytes),
                     max_bytes,
                 })
             })

@@ -1,14 +1,28 @@
-//! The break-even cost model: what a batch costs to move over a transport, raw or coded.
+//! The cost model: what a batch costs to move over a transport, raw or coded.
 //!
 //! | item               | what it is                                                          |
 //! |--------------------|---------------------------------------------------------------------|
 //! | [`CodecCost`]      | one codec's fixed cost `a_c` and its encode/decode seconds per byte  |
-//! | [`TransportModel`] | a link's effective bandwidth and latency, and the cost of each codec |
+//! | [`TransportModel`] | a link's effective bandwidth and latency, the cost of each codec on the whole GPU, and the channels that code a collective's frames |
 //! | [`NVLINK`], [`NET`]| the presets (see the module docs of [`crate::arbitrate`] for their sources) |
 //!
-//! `T_c = latency + a_c + P_c / B_eff + l_enc * E_c + l_dec * D_c`, with `P_c` the bytes put on
-//! the link and `E_c = D_c` the uncompressed bytes the encoder reads and the decoder writes
-//! (GB/s figures of codecs are quoted per uncompressed byte). RAW has `a = l_enc = l_dec = 0`.
+//! A coded batch crosses three stages, encode -> wire -> decode, and its frames are pipelined
+//! through them: while frame `s` is on the wire, the sender encodes frame `s + 1` and the
+//! receiver decodes frame `s - 1`. With `E_c`, `W_c`, `D_c` the seconds each stage takes for the
+//! whole batch and `q` the part of the batch in the first frame of every pipeline (channel),
+//!
+//! `T_c = latency + a_c + (1 - q) * max(E_c, W_c, D_c) + q * (E_c + W_c + D_c)`
+//!
+//! the slowest stage's time plus the fill and drain of the other two. `W_c = P_c / B_eff` (`P_c`
+//! the bytes put on the link), `E_c = l_enc * n` and `D_c = l_dec * n` with `n` the uncompressed
+//! bytes (GB/s figures of codecs are quoted per uncompressed byte). A batch of one frame per
+//! pipeline (`q = 1`) pays the three stages one after another; RAW has `a = E = D = 0` and pays
+//! `latency + n / B_eff` whatever `q` is.
+//!
+//! | `q` | when |
+//! |-----|------|
+//! | `min(f, n / k) * k / n` | `k` pipelines (channels that have a frame: at most the batch's frames) and frames of `f` bytes |
+//! | `f / n` | the presets: one pipeline, a codec kernel over the whole GPU |
 
 use crate::codec::CodecId;
 
@@ -53,39 +67,138 @@ pub struct TransportModel {
     pub bandwidth_bytes_per_s: f32,
     /// Seconds every transfer pays whatever its size.
     pub latency_s: f32,
-    /// The cost of each codec, indexed by `CodecId as usize`.
+    /// The cost of each codec coded by the whole GPU, indexed by `CodecId as usize`: the
+    /// fastest any number of channels codes.
     pub codecs: [CodecCost; CODECS],
+    /// The channels that code a collective's frames, each a pipeline of its own; `None`: one
+    /// pipeline at [`TransportModel::codecs`]' rates (a codec kernel over the whole GPU).
+    pub coders: Option<Coders>,
+}
+
+/// The channels of a collective that code its frames: how many, and one channel's cost of each
+/// codec.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Coders {
+    /// Channels (at least 1).
+    pub channels: u32,
+    /// One channel's cost of each codec.
+    pub one: [CodecCost; CODECS],
+}
+
+/// One batch's stages, in seconds (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Stages {
+    /// `a_c`.
+    fixed_s: f32,
+    /// `E_c`.
+    encode_s: f32,
+    /// `D_c`.
+    decode_s: f32,
+    /// `q`: the part of the batch in the pipelines' first frames, in `(0, 1]`.
+    first: f32,
+}
+
+impl Stages {
+    /// The stages' time with `wire_s` on the wire: the slowest stage plus the others' fill.
+    fn pipelined(&self, wire_s: f32) -> f32 {
+        let (e, d, q) = (self.encode_s, self.decode_s, self.first);
+        (1.0 - q) * e.max(wire_s).max(d) + q * (e + wire_s + d)
+    }
+
+    /// The most wire seconds `w` with `pipelined(w) <= budget`; negative when there are none.
+    /// `pipelined` is `(1 - q) k + q (e + d + w)` up to `w = k = max(e, d)` and `w + q (e + d)`
+    /// from there.
+    fn max_wire_s(&self, budget: f32) -> f32 {
+        let (e, d, q) = (self.encode_s, self.decode_s, self.first);
+        let k = e.max(d);
+        let rest = budget - q * (e + d);
+        if rest >= k {
+            rest
+        } else {
+            (rest - (1.0 - q) * k) / q
+        }
+    }
 }
 
 impl TransportModel {
-    /// The cost of `codec` on this link.
+    /// The cost of `codec` on this link when every channel codes (the whole GPU's rate without
+    /// [`TransportModel::coders`]).
     pub fn cost(&self, codec: CodecId) -> CodecCost {
-        self.codecs[codec as usize]
+        self.cost_with(codec, u32::MAX)
     }
 
-    /// Predicted seconds to move `raw_bytes` of data as `wire_bytes` coded with `codec`.
-    pub fn time_s(&self, codec: CodecId, raw_bytes: u64, wire_bytes: u64) -> f32 {
-        let c = self.cost(codec);
+    /// The cost of `codec` when `active` channels code: each codec encodes and decodes at most
+    /// `active` times one channel's rate, and never faster than the whole GPU.
+    fn cost_with(&self, codec: CodecId, active: u32) -> CodecCost {
+        let all = self.codecs[codec as usize];
+        match self.coders {
+            None => all,
+            Some(coders) => {
+                let one = coders.one[codec as usize];
+                let k = active.clamp(1, coders.channels.max(1)) as f32;
+                CodecCost {
+                    fixed_s: all.fixed_s,
+                    enc_s_per_byte: all.enc_s_per_byte.max(one.enc_s_per_byte / k),
+                    dec_s_per_byte: all.dec_s_per_byte.max(one.dec_s_per_byte / k),
+                }
+            }
+        }
+    }
+
+    /// The stages of `codec` for `raw_bytes` in frames of `frame_bytes` (0: one frame).
+    fn stages(&self, codec: CodecId, raw_bytes: u64, frame_bytes: u64) -> Stages {
+        let frame = match frame_bytes {
+            0 => raw_bytes,
+            f => f.min(raw_bytes),
+        }
+        .max(1);
+        let frames = raw_bytes.div_ceil(frame).max(1);
+        let pipelines = match self.coders {
+            None => 1,
+            Some(coders) => frames.min(coders.channels.max(1) as u64) as u32,
+        };
+        let c = self.cost_with(codec, pipelines);
         let raw = raw_bytes as f32;
-        self.latency_s
-            + c.fixed_s
-            + wire_bytes as f32 / self.bandwidth_bytes_per_s
-            + c.enc_s_per_byte * raw
-            + c.dec_s_per_byte * raw
+        let first = match raw_bytes {
+            0 => 1.0,
+            _ => ((frame as f32).min(raw / pipelines as f32) * pipelines as f32 / raw).min(1.0),
+        };
+        Stages {
+            fixed_s: c.fixed_s,
+            encode_s: c.enc_s_per_byte * raw,
+            decode_s: c.dec_s_per_byte * raw,
+            first,
+        }
+    }
+
+    /// Predicted seconds to move `raw_bytes` of data as `wire_bytes` coded with `codec`, in
+    /// frames of `frame_bytes` uncompressed bytes (0: one frame).
+    pub fn time_s(&self, codec: CodecId, raw_bytes: u64, wire_bytes: u64, frame_bytes: u64) -> f32 {
+        let s = self.stages(codec, raw_bytes, frame_bytes);
+        self.latency_s + s.fixed_s + s.pipelined(wire_bytes as f32 / self.bandwidth_bytes_per_s)
     }
 
     /// Predicted seconds to move `raw_bytes` as they are.
     pub fn raw_time_s(&self, raw_bytes: u64) -> f32 {
-        self.time_s(CodecId::Raw, raw_bytes, raw_bytes)
+        self.time_s(CodecId::Raw, raw_bytes, raw_bytes, 0)
     }
 
-    /// This link as a collective that codes with `warps` warps sees it: each codec encodes and
-    /// decodes at most `warps` times its one-warp rate ([`H200_WARP_CODECS`]), and never faster
-    /// than the whole GPU (the preset's rate). A collective with few channels codes far slower
-    /// than a whole-GPU codec kernel, and a model that ignored that would choose codecs that
-    /// make the collective slower than RAW.
+    /// The most bytes `codec` may put on the link for `raw_bytes` in frames of `frame_bytes`
+    /// and take at most `budget_s` seconds (0 if none).
+    pub fn max_wire_bytes(&self, codec: CodecId, raw_bytes: u64, frame_bytes: u64, budget_s: f32) -> u64 {
+        let s = self.stages(codec, raw_bytes, frame_bytes);
+        let wire_s = s.max_wire_s(budget_s - self.latency_s - s.fixed_s);
+        // `as` saturates: a negative time is 0 bytes
+        (wire_s * self.bandwidth_bytes_per_s) as u64
+    }
+
+    /// This link as a collective that codes with `warps` one-warp channels sees it: each a
+    /// pipeline at one warp's rate ([`H200_WARP_CODECS`]), together never faster than the
+    /// whole GPU (the preset's rate). A collective with few channels codes far slower than a
+    /// whole-GPU codec kernel, and a model that ignored that would choose codecs that make the
+    /// collective slower than RAW.
     pub fn with_coders(self, warps: u32) -> TransportModel {
-        self.with_channel_rates(warps, &H200_WARP_CODECS)
+        self.with_channel_rates(warps, H200_WARP_CODECS)
     }
 
     /// This link as a collective whose `blocks` channels are thread blocks sees it: as
@@ -93,18 +206,18 @@ impl TransportModel {
     /// ([`H200_BLOCK_CHANNEL_CODECS`]: a codec with a block coder codes with the whole block,
     /// the others with its first warp).
     pub fn with_block_coders(self, blocks: u32) -> TransportModel {
-        self.with_channel_rates(blocks, &H200_BLOCK_CHANNEL_CODECS)
+        self.with_channel_rates(blocks, H200_BLOCK_CHANNEL_CODECS)
     }
 
-    /// Each codec at most `channels` times `one`'s rate, and never faster than the preset's.
-    fn with_channel_rates(self, channels: u32, one: &[CodecCost; CODECS]) -> TransportModel {
-        let channels = channels.max(1) as f32;
-        let mut codecs = self.codecs;
-        for (c, one) in codecs.iter_mut().zip(one) {
-            c.enc_s_per_byte = c.enc_s_per_byte.max(one.enc_s_per_byte / channels);
-            c.dec_s_per_byte = c.dec_s_per_byte.max(one.dec_s_per_byte / channels);
+    /// This link coded by `channels` channels of cost `one` each.
+    pub fn with_channel_rates(self, channels: u32, one: [CodecCost; CODECS]) -> TransportModel {
+        TransportModel {
+            coders: Some(Coders {
+                channels: channels.max(1),
+                one,
+            }),
+            ..self
         }
-        TransportModel { codecs, ..self }
     }
 
     /// This link with its bandwidth capped at `bytes_per_s` (a rate-limited NIC).
@@ -146,45 +259,27 @@ const H200_WARP_CODECS: [CodecCost; CODECS] = [
     CodecCost::from_gbps(0.0, 2.4 / 64.0, 5.0 / 64.0),
 ];
 
-/// ExpAns's encode and decode GB/s in one block channel of an H200 as a collective over NET
-/// sees them (see [`H200_BLOCK_CHANNEL_CODECS`]), from the least favourable collective measured
-/// on 2026-12-04 with frames coded in device memory (BENCHMARKS.md, "NET frames coded in
-/// device memory"; 2 ranks on one H200, 64 channels, bf16 N(0,1), no rate limit): send/recv of
-/// 256 MiB with ExpAns forced ran at 0.87x RAW (6.22 against 7.14 GB/s), while all_gather ran
-/// at 1.11x and all_reduce at 2.05x. This additive model, with [`NET`]'s bandwidth, predicts
-/// 0.87x when coding costs about 105 ps per byte at 64 channels, so encode and decode are set
-/// to half of that each: 0.3 GB/s per channel. The same block coder in a CTA of its own codes
-/// 0.7 / 0.9 GB/s. With these rates Auto sends RAW on the unlimited NET link (it cannot tell
-/// send/recv from all_reduce) and ExpAns under a 500 MB/s limit (where every collective ran at
-/// 1.49-1.52x RAW).
-const EXPANS_BLOCK_ENC: f32 = 0.3;
-const EXPANS_BLOCK_DEC: f32 = 0.3;
+/// ExpAns's encode and decode GB/s in one block channel of an H200: a CTA's rate with frames of
+/// 262144 bf16 elements (512 KiB, a NET slot), measured on 2026-12-04 with `zipcoll-bench codec
+/// --codec expans --unit block --dtype bf16 --sizes 16M --frame-elems 262144` (32 CTAs of 128
+/// threads, one frame each: 0.68 / 0.92 GB/s per CTA; BENCHMARKS.md, "channels that code are
+/// thread blocks"). With them and [`NET`]'s bandwidth the pipeline model predicts ExpAns
+/// send/recv over NET at 1.32x RAW for 64 MiB and 1.45x for 256 MiB (64 channels, frames of
+/// 512 KiB, wire ratio 0.6656); on 2026-12-05 one H200 ran them at 1.28x and 1.54x (BENCHMARKS.md,
+/// "RAW over NET staged").
+const EXPANS_BLOCK_ENC: f32 = 0.68;
+const EXPANS_BLOCK_DEC: f32 = 0.92;
 
-/// One block channel's codec rates on an H200 (a channel of the coding block-channel kernel,
-/// 256 threads): ExpAns, which has a block coder, at [`EXPANS_BLOCK_ENC`] /
-/// [`EXPANS_BLOCK_DEC`]; the other codecs are coded by the block's first warp, at
-/// [`H200_WARP_CODECS`]' rates slowed by [`NET_SLOWDOWN`], the factor between ExpAns's rate in
-/// a channel over NET and in a CTA of its own (their own rate in a block channel over NET was
-/// not measured).
+/// One block channel's codec rates on an H200 (a channel of the coding block-channel kernel):
+/// ExpAns, which has a block coder, at [`EXPANS_BLOCK_ENC`] / [`EXPANS_BLOCK_DEC`]; the other
+/// codecs are coded by the block's first warp, at one warp's rates ([`H200_WARP_CODECS`]).
 const H200_BLOCK_CHANNEL_CODECS: [CodecCost; CODECS] = [
     CodecCost::FREE,
-    slowed(H200_WARP_CODECS[1]),
-    slowed(H200_WARP_CODECS[2]),
+    H200_WARP_CODECS[1],
+    H200_WARP_CODECS[2],
     CodecCost::from_gbps(0.0, EXPANS_BLOCK_ENC, EXPANS_BLOCK_DEC),
-    slowed(H200_WARP_CODECS[4]),
+    H200_WARP_CODECS[4],
 ];
-
-/// ExpAns's CTA rate (0.7 / 0.9 GB/s, the mean 0.8) over its rate in a channel over NET.
-const NET_SLOWDOWN: f32 = 0.8 / EXPANS_BLOCK_ENC;
-
-/// `c` with its coding [`NET_SLOWDOWN`] times slower.
-const fn slowed(c: CodecCost) -> CodecCost {
-    CodecCost {
-        fixed_s: c.fixed_s,
-        enc_s_per_byte: c.enc_s_per_byte * NET_SLOWDOWN,
-        dec_s_per_byte: c.dec_s_per_byte * NET_SLOWDOWN,
-    }
-}
 
 /// NVLink between two H200s (NV18): 327 GB/s, the busbw NCCL 2.28.9's all_reduce of 1 GiB of
 /// bf16 reached on 2026-11-30 (peer copies reached 394 GB/s); latency 3 us is a placeholder.
@@ -193,6 +288,7 @@ pub const NVLINK: TransportModel = TransportModel {
     bandwidth_bytes_per_s: 327e9,
     latency_s: 3e-6,
     codecs: H200_CODECS,
+    coders: None,
 };
 
 /// The network path, measured as NCCL's socket transport between the two GPUs of one host over
@@ -203,4 +299,5 @@ pub const NET: TransportModel = TransportModel {
     bandwidth_bytes_per_s: 4.6e9,
     latency_s: 20e-6,
     codecs: H200_CODECS,
+    coders: None,
 };
