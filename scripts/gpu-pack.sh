@@ -22,7 +22,7 @@ for l in sys.stdin:
   | while read -r t; do strip -o ".gpu/bin/tests/$(basename "${t%-*}")" "$t"; done
 # The sm_90 PTX too: gpu-run.sh compiles it ahead of time (ptxas --split-compile) so that no
 # process waits for the driver's JIT of the whole module.
-cp target/gpu/sm_90/nvptx64-nvidia-cuda/release/zipcoll_kernels.ptx .gpu/bin/zipcoll_kernels.sm_90.ptx
+cp target/gpu/sm_90/zipcoll_kernels.ptx .gpu/bin/zipcoll_kernels.sm_90.ptx
 # One compressed archive (the embedded PTX is text): the device tool carries at most 64 MiB.
 tar -C .gpu -czf .gpu/bin.tgz bin && rm -rf .gpu/bin
 ls -la .gpu

@@ -331,8 +331,15 @@ pub fn build_subset(tc: &Toolchain, arch: GpuArch, filter: &str) -> Result<PathB
 }
 
 /// [`build`] into the target directory `target/gpu/<dir>`, with `filter` in place of the
-/// caller's `ZIPCOLL_KERNEL_FILTER` when given.
+/// caller's `ZIPCOLL_KERNEL_FILTER` when given. NVIDIA's module comes back as
+/// `target/gpu/<dir>/zipcoll_kernels.ptx`, cargo's PTX with the launch bounds added, a file
+/// cargo never touches: a later build of the same directory (cargo re-links its outputs even
+/// when they are fresh) cannot remove or rewrite it under a caller still reading it.
 fn build_in(tc: &Toolchain, arch: GpuArch, dir: String, filter: Option<&str>) -> Result<PathBuf, BuildError> {
+    // One build at a time in this process (the GPU-code tests build in parallel, and two of
+    // them build sm_90's module); cargo's own lock orders builds of other processes.
+    static BUILDS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = BUILDS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let repo = repo_root();
     let target_dir = repo.join("target/gpu").join(dir);
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -364,18 +371,29 @@ fn build_in(tc: &Toolchain, arch: GpuArch, dir: String, filter: Option<&str>) ->
         .args(["build", "--release", "--locked", "--target", triple]);
     run("cargo build (GPU kernels)", cmd)?;
     let artifact = target_dir.join(triple).join("release").join(arch.artifact_name());
-    if arch.is_nvidia() {
-        let io = |error: std::io::Error| BuildError::Spawn {
-            tool: format!("the PTX launch bounds over {}", artifact.display()),
-            error,
-        };
-        let ptx = std::fs::read_to_string(&artifact).map_err(io)?;
-        let bounded = with_launch_bounds(&ptx);
-        if bounded != ptx {
-            std::fs::write(&artifact, bounded).map_err(io)?;
-        }
+    if !arch.is_nvidia() {
+        return Ok(artifact);
     }
-    Ok(artifact)
+    let bounded_path = target_dir.join(arch.artifact_name());
+    let io = |error: std::io::Error| BuildError::Spawn {
+        tool: format!("the PTX launch bounds over {}", artifact.display()),
+        error,
+    };
+    let bounded = with_launch_bounds(&std::fs::read_to_string(&artifact).map_err(io)?);
+    if std::fs::read_to_string(&bounded_path).ok().as_deref() != Some(bounded.as_str()) {
+        replace_file(&bounded_path, &bounded).map_err(io)?;
+    }
+    Ok(bounded_path)
+}
+
+/// Writes `text` to `path` by renaming a file written beside it, so that a process reading
+/// `path` meanwhile reads either the old or the new file, never a part of one.
+fn replace_file(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut name = path.file_name().unwrap_or_default().to_owned();
+    name.push(format!(".{}.tmp", std::process::id()));
+    let partial = path.with_file_name(name);
+    std::fs::write(&partial, text)?;
+    std::fs::rename(&partial, path)
 }
 
 /// Entry points (by name prefix), the most threads per block they are launched with, and the
