@@ -74,7 +74,7 @@ pub mod sample;
 pub use self::entropy::{entropy_bits_q16, log2_q16, Q16_ONE};
 pub use self::model::{CodecCost, TransportModel, CODECS, NET, NVLINK};
 pub use self::predict::{lower_bound_bytes, predict, Predictions};
-pub use self::sample::{sampled_words, word_bytes, Sample, CHUNK_WORDS, REGIONS, SAMPLE_MAX_BYTES};
+pub use self::sample::{sampled_elems, sampled_words, word_bytes, Sample, CHUNK_WORDS, REGIONS, SAMPLE_MAX_BYTES};
 
 use crate::codec::CodecId;
 use crate::dtype::Split;
@@ -305,6 +305,16 @@ impl Arbiter {
     /// (`0`: one frame) into at most `capacity` bytes.
     pub fn plan<T: Split>(&self, data: &[T::Bits], frame_elems: usize, capacity: u64) -> Plan {
         let n = data.len();
+        match self.gate::<T>(n, frame_elems, capacity) {
+            Some(gated) => gated,
+            None => self.plan_sampled::<T>(&Sample::of::<T>(data), n, frame_elems, capacity),
+        }
+    }
+
+    /// Steps 1 and 3-4 for a batch of `n` elements of `T` whose sample (step 2) is `sample`:
+    /// [`Arbiter::plan`] for a caller that took the sample itself, e.g. from a copy of the
+    /// sampled ranges alone ([`Sample::of_compact`]) or from an earlier batch of the same shape.
+    pub fn plan_sampled<T: Split>(&self, sample: &Sample, n: usize, frame_elems: usize, capacity: u64) -> Plan {
         if let Some(gated) = self.gate::<T>(n, frame_elems, capacity) {
             return gated;
         }
@@ -316,7 +326,7 @@ impl Arbiter {
             choice: None,
             reason: Reason::Predicted,
         };
-        let predictions = predict::<T>(&Sample::of::<T>(data), n, frame_elems);
+        let predictions = predict::<T>(sample, n, frame_elems);
         plan.predictions = Some(predictions);
         let frame_bytes = (frame_elems * T::DTYPE.size_bytes()) as u64;
         plan.choice = self

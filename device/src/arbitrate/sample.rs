@@ -7,6 +7,7 @@
 //! | [`CHUNK_WORDS`]       | split words per sampled chunk (8 FixedLen sub-blocks of 32)       |
 //! | [`REGIONS`]           | equal parts of the batch with a histogram each (16)               |
 //! | [`Sample::of`]        | strided chunks over the batch, or the whole batch when it is small |
+//! | [`Sample::of_compact`] | the same from a copy of the sampled ranges alone                |
 //! | [`Sample::add_words`] | adds a run of split words (for callers that sample on their own)  |
 //!
 //! Chunks start at multiples of 32 split words, so their sub-blocks are the frames' sub-blocks
@@ -113,6 +114,13 @@ pub fn sampled_words<T: Split>(n: usize) -> impl Iterator<Item = (usize, usize)>
     })
 }
 
+/// The elements of split words `start .. start + len` of a batch of `n` elements of `T`, as
+/// a range of the batch's elements (the last word as far as the batch goes).
+pub fn sampled_elems<T: Split>(n: usize, start: usize, len: usize) -> core::ops::Range<usize> {
+    let from = (start * T::ELEMS_PER_WORD).min(n);
+    from..((start + len) * T::ELEMS_PER_WORD).min(n)
+}
+
 impl Sample {
     /// The sample of `data` (elements of `T`): the whole batch if it holds at most
     /// [`SAMPLE_MAX_BYTES`], else that many bytes in chunks of [`CHUNK_WORDS`] words spread
@@ -125,11 +133,38 @@ impl Sample {
         s
     }
 
+    /// The sample of a batch of `n` elements of `T` from `compact`, the elements of the ranges
+    /// [`sampled_words`] names for `n`, one after the other (the last word of the batch as far
+    /// as the batch goes): the same [`Sample`] as [`Sample::of`] of the whole batch, for a
+    /// caller that copied only those ranges (at most [`SAMPLE_MAX_BYTES`]). A `compact` shorter
+    /// than that leaves the ranges it lacks out of the sample.
+    pub fn of_compact<T: Split>(n: usize, compact: &[T::Bits]) -> Sample {
+        let mut s = Sample {
+            batch_words: words_of::<T>(n) as u64,
+            ..Sample::default()
+        };
+        let mut rest = compact;
+        for (start, len) in sampled_words::<T>(n) {
+            let elems = sampled_elems::<T>(n, start, len).len();
+            let (run, after) = rest.split_at(elems.min(rest.len()));
+            s.add_run::<T>(run, start, run.len().div_ceil(T::ELEMS_PER_WORD));
+            rest = after;
+        }
+        s
+    }
+
     /// Adds split words `start .. start + len` of `data` (the batch, elements of `T`): their
     /// symbols to the histograms (the batch's and their regions') and their sub-blocks of 32 (the
     /// last one possibly shorter) to the widths.
     pub fn add_words<T: Split>(&mut self, data: &[T::Bits], start: usize, len: usize) {
         self.batch_words = words_of::<T>(data.len()) as u64;
+        let elems = sampled_elems::<T>(data.len(), start, len);
+        self.add_run::<T>(&data[elems], start, len);
+    }
+
+    /// [`Sample::add_words`] where `run` holds the batch's elements from split word `start` on
+    /// (elements past its end count as zero, as past the batch's) and `batch_words` is set.
+    fn add_run<T: Split>(&mut self, run: &[T::Bits], start: usize, len: usize) {
         let mut region = self.region_of(start as u64);
         let mut next = self.region_start(region + 1);
         let mut at = start;
@@ -142,7 +177,7 @@ impl Sample {
                     region += 1;
                     next = self.region_start(region + 1);
                 }
-                let s = T::split(split_word::<T>(data, i)).0;
+                let s = T::split(split_word::<T>(run, i - start)).0;
                 self.counts[s as usize] += 1;
                 self.region_counts[region][s as usize] += 1;
                 min = min.min(s);

@@ -21,15 +21,17 @@ use super::buffer::DeviceBuffer;
 use super::config::{Config, TransportKind};
 use super::control::{Cause, CauseKind, ControlRef, DeviceControl};
 use super::cuda_mem::CudaBuffer;
-use super::exec_cuda::{self, Slot};
+use super::exec_cuda::{self, PinnedSampleCopy, Slot};
 use super::exec_sim;
 use super::fabric::{Fabric, FifoLayout};
 use super::inflight::InFlight;
 use super::plan::{ChannelTeam, Plan, ONE_WARP};
+use super::samples::Samples;
 use super::{Bootstrap, UniqueId};
 use crate::backend::Backend;
 use crate::cuda::{cuda_error, CudaGpu};
 use crate::cuda_mem::{DeviceAlloc, IpcMapping, PinnedHost};
+use crate::dispatch::dispatch_dtype;
 use crate::error::{Error, Result};
 use crate::transport::host_mem::{HostBytes, HostWords};
 use crate::transport::net::{AbortWord, NetConfig, NetListener, NetTransport, RawFifo};
@@ -39,7 +41,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
-use zipcoll_device::dtype::DType;
+use zipcoll_device::arbitrate::Sample;
+use zipcoll_device::dtype::{DType, Elem};
 use zipcoll_device::reduce::ReduceOp;
 use zipcoll_primitives::conn::Failure;
 
@@ -81,25 +84,9 @@ pub(crate) enum Engine {
         stream: Arc<CudaStream>,
         /// The abort word (4 bytes), mapped into the device.
         abort: PinnedHost,
+        /// Auto's samples, copied on `stream`.
+        samples: Mutex<Samples<PinnedSampleCopy>>,
     },
-}
-
-/// Host memory holding (at least the sampled ranges of) a call's input.
-pub(crate) enum SampleImage {
-    /// The input itself, in host memory.
-    Host(*const u8),
-    /// A copy (8-aligned words; the unsampled ranges are zero).
-    Copied(Vec<u64>),
-}
-
-impl SampleImage {
-    /// The image's first byte (aligned for any element type).
-    pub fn ptr(&self) -> *const u8 {
-        match self {
-            SampleImage::Host(p) => *p,
-            SampleImage::Copied(v) => v.as_ptr().cast(),
-        }
-    }
 }
 
 /// Memory a fabric points into, held only to be freed after the fabric's last use.
@@ -353,6 +340,7 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
                 gpu: Arc::clone(gpu),
                 stream,
                 abort,
+                samples: Mutex::new(Samples::new()),
             };
             (engine, ptr, slots)
         }
@@ -792,13 +780,24 @@ impl Links {
         }
     }
 
-    /// The `n` elements of `dtype` at `src` (a checked call's input) as host memory for Auto's
-    /// sample: the input itself on the simulator; on a GPU a host image of it in which only
-    /// the ranges the sampler reads were copied.
-    pub fn sample(&self, dtype: DType, src: *const u8, n: usize) -> Result<SampleImage> {
+    /// The sample Auto decides a call of `n` elements of `dtype` at `src` (its checked input)
+    /// with: on the simulator the input's own; on a GPU the latest of the call's shape that
+    /// has arrived, or with `fresh` (or the shape's first call) the call's own, which waits for
+    /// the calls enqueued before it (`samples.rs`).
+    pub fn sample(&self, dtype: DType, src: *const u8, n: usize, fresh: bool) -> Result<Sample> {
         match &self.engine {
-            Engine::Sim { .. } => Ok(SampleImage::Host(src)),
-            Engine::Cuda { stream, .. } => exec_cuda::sample(stream, dtype, src as u64, n).map(SampleImage::Copied),
+            Engine::Sim { .. } => Ok(dispatch_dtype!(dtype, |T| {
+                // SAFETY: on the simulator a checked input is host memory holding `n` elements
+                // of `dtype`, aligned for it, and nothing writes it during the call.
+                let data = unsafe { std::slice::from_raw_parts(src.cast::<<T as Elem>::Bits>(), n) };
+                Sample::of::<T>(data)
+            })),
+            Engine::Cuda { stream, samples, .. } => {
+                samples
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .sample(dtype, src as u64, n, fresh, || PinnedSampleCopy::new(stream))
+            }
         }
     }
 

@@ -23,15 +23,15 @@
 use super::connect::MAX_WARPS;
 use super::inflight::{Finish, Record};
 use super::plan::{ChannelTeam, Plan};
+use super::samples::SampleCopy;
 use crate::cuda::{cuda_error, CudaGpu};
 use crate::cuda_mem::{copy_to_host_async, DeviceAlloc, PinnedHost};
-use crate::dispatch::dispatch_dtype;
 use crate::error::{Error, Result};
 use cudarc::driver::sys::{CUevent_flags, CUfunction_attribute};
 use cudarc::driver::{CudaEvent, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
 use std::time::Duration;
-use zipcoll_device::arbitrate::{sampled_words, word_bytes};
+use zipcoll_device::arbitrate::SAMPLE_MAX_BYTES;
 use zipcoll_device::dtype::DType;
 use zipcoll_device::reduce::ReduceOp;
 use zipcoll_primitives::collectives::WorkDesc;
@@ -310,33 +310,67 @@ pub(crate) fn resident_blocks(gpu: &CudaGpu, team: ChannelTeam, dtype: DType, op
     Ok(per_sm as usize * sms.max(0) as usize)
 }
 
-/// A host image of the `n` elements of `dtype` at device address `src` in which only the
-/// ranges the arbitration's sampler reads (at most 64 KiB) are copied; the rest stays zero
-/// (and, being `calloc`ed, is never touched). The copies are ordered on `stream` (the
-/// communicator's) after every call enqueued before, and waited for (with them).
-pub(crate) fn sample(stream: &CudaStream, dtype: DType, src: u64, n: usize) -> Result<Vec<u64>> {
-    let bytes = n * dtype.size_bytes();
-    let mut image = vec![0u64; bytes.div_ceil(8)];
-    let (ranges, word) = dispatch_dtype!(dtype, |T| (
-        sampled_words::<T>(n).collect::<Vec<_>>(),
-        word_bytes::<T>()
-    ));
-    // SAFETY: the words are initialized and any byte pattern is a valid `u8`; the view borrows
-    // `image` exclusively until the stream is synchronized below.
-    let view = unsafe { std::slice::from_raw_parts_mut(image.as_mut_ptr().cast::<u8>(), image.len() * 8) };
-    let copied = ranges.into_iter().try_for_each(|(start, len)| {
-        let at = (start * word).min(bytes);
-        let len = (len * word).min(bytes - at);
-        if len == 0 {
-            return Ok(());
+/// Auto's copier of sampled ranges on a GPU ([`SampleCopy`]): the ranges copied one after the
+/// other into pinned host memory on the communicator's stream (so after the calls enqueued
+/// before), and an event recorded after them.
+pub(crate) struct PinnedSampleCopy {
+    stream: Arc<CudaStream>,
+    /// Recorded after the copies last started.
+    event: CudaEvent,
+    /// [`SAMPLE_MAX_BYTES`], the most a sample reads.
+    buffer: PinnedHost,
+}
+
+impl PinnedSampleCopy {
+    pub fn new(stream: &Arc<CudaStream>) -> Result<PinnedSampleCopy> {
+        let ctx = stream.context();
+        Ok(PinnedSampleCopy {
+            stream: Arc::clone(stream),
+            event: ctx.new_event(None).map_err(cuda_error("cuEventCreate"))?,
+            buffer: PinnedHost::zeroed(ctx, SAMPLE_MAX_BYTES)?,
+        })
+    }
+}
+
+impl SampleCopy for PinnedSampleCopy {
+    fn start(&mut self, src: u64, ranges: &[(usize, usize)]) -> Result<()> {
+        let mut at = 0;
+        for &(offset, len) in ranges.iter().filter(|r| r.1 > 0) {
+            // SAFETY: the host reads the buffer only after the event recorded below has
+            // completed ([`SampleCopy::bytes`]), and earlier copies into it are ordered before
+            // these on the same stream.
+            let buffer = unsafe { self.buffer.host_bytes_mut() };
+            let dst = buffer
+                .get_mut(at..at + len)
+                .ok_or_else(|| Error::InvalidArgument(format!("a sample of more than {SAMPLE_MAX_BYTES} bytes")))?;
+            // SAFETY: the ranges are inside the call's input (device memory of this context
+            // that the call checked and borrows until it has run, after these copies); `dst`
+            // is pinned memory this value keeps until the copies have arrived (`Drop`).
+            unsafe { copy_to_host_async(&self.stream, src + offset as u64, dst) }?;
+            at += len;
         }
-        // SAFETY: `at + len <= bytes`: inside the call's input (device memory of this context
-        // that the call checked and borrows) and inside `view`, which is read only after the
-        // synchronize below.
-        unsafe { copy_to_host_async(stream, src + at as u64, &mut view[at..at + len]) }
-    });
-    let waited = stream.synchronize().map_err(cuda_error("cuStreamSynchronize"));
-    copied?;
-    waited?;
-    Ok(image)
+        self.event.record(&self.stream).map_err(cuda_error("cuEventRecord"))
+    }
+
+    fn arrived(&self) -> Result<bool> {
+        self.event.try_is_complete().map_err(cuda_error("cuEventQuery"))
+    }
+
+    fn wait(&self) -> Result<()> {
+        self.event.synchronize().map_err(cuda_error("cuEventSynchronize"))
+    }
+
+    fn bytes(&self, len: usize) -> &[u8] {
+        // SAFETY: called once the copies have arrived; no copy into the buffer starts while
+        // the slice lives (`start` takes `&mut self`).
+        let bytes = unsafe { self.buffer.host_bytes() };
+        &bytes[..len.min(bytes.len())]
+    }
+}
+
+impl Drop for PinnedSampleCopy {
+    fn drop(&mut self) {
+        // copies in flight write the buffer until the event completes
+        let _ = self.event.synchronize();
+    }
 }

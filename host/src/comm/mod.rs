@@ -31,10 +31,12 @@
 //! | anything, once the communicator has failed            | every call, `synchronize`, `query`: [`Error::Aborted`] | |
 //!
 //! What waits: `synchronize`; a call when [`Config::max_inflight`] calls are in flight (for the
-//! oldest); a call whose Auto compression needs a sample of its input, and
-//! [`Communicator::auto_plan`] (what Auto decides, and why) ([`Lossless::Auto`]: the sample is
-//! copied on the stream after the calls before it, so it waits for them; the size-only gate,
-//! e.g. RAW on NVLink, does not); [`DeviceBuffer::to_host`]; dropping the communicator
+//! oldest); with [`Lossless::Auto`] on a GPU, the first call of a shape (dtype and count) whose
+//! decision needs a sample of its input, and [`Communicator::auto_plan`] (what Auto decides, and
+//! why): the sample is copied on the stream after the calls before it, so they wait for them
+//! (later calls of the shape decide from the latest sample that has arrived and wait for
+//! nothing; the size-only gate, e.g. RAW on NVLink, samples nothing); [`DeviceBuffer::to_host`];
+//! dropping the communicator
 //! (for the calls in flight; a kernel whose peer died ends by its own timeout, and one still
 //! running a timeout later is stopped by the abort word).
 //!
@@ -72,6 +74,7 @@ mod fabric;
 mod inflight;
 pub mod launch;
 mod plan;
+mod samples;
 
 pub use bootstrap::{Bootstrap, UniqueId};
 pub use buffer::{DeviceBuffer, DeviceSlice};
@@ -90,7 +93,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 use zipcoll_device::arbitrate::{Arbiter, Plan as ArbitrationPlan, TransportModel, NET, NVLINK};
 use zipcoll_device::codec::{max_encoded_len, CodecId};
-use zipcoll_device::dtype::{DType, Elem};
+use zipcoll_device::dtype::DType;
 use zipcoll_device::reduce::ReduceOp;
 use zipcoll_primitives::collectives::Coll;
 
@@ -738,9 +741,12 @@ impl Communicator {
 
     /// What Auto would decide now for an all_reduce, reduce or broadcast of `count` elements of
     /// `dtype` whose input is `input` (all_gather's `count` too): the link model it decides with
-    /// and the arbitration's plan (the codec, or RAW and why; predicted bytes and times). The
-    /// same decision a call makes, from the same sample; it enqueues nothing. Errors: those of a
-    /// call's argument checks, and the sample's copy on a GPU.
+    /// and the arbitration's plan (the codec, or RAW and why; predicted bytes and times), from a
+    /// sample of `input` as it is once the calls enqueued before have run (waited for). A call
+    /// decides the same from the same sample, but on a GPU a call of a shape seen before
+    /// decides from that shape's latest sample that has arrived, possibly an earlier call's.
+    /// It enqueues nothing but the sample's copy. Errors: those of a call's argument checks,
+    /// and the sample's copy on a GPU.
     pub fn auto_plan(&self, input: &DeviceBuffer, count: usize, dtype: DType) -> Result<AutoPlan> {
         self.check_usable()?;
         self.links.check_buffer(input)?;
@@ -750,7 +756,13 @@ impl Communicator {
         check_len("input", input.len(), need)?;
         // ordered as a call: the sample is taken after the calls enqueued before
         let _calls = self.links.calls();
-        self.auto(dtype, input.ptr().cast_const(), count, self.frame_elems(dtype, count))
+        self.auto(
+            dtype,
+            input.ptr().cast_const(),
+            count,
+            self.frame_elems(dtype, count),
+            true,
+        )
     }
 
     /// What a call sending `n` elements from `src` (null: nothing to sample, so Auto decides
@@ -772,7 +784,7 @@ impl Communicator {
                 }
                 let codec = match src.is_null() {
                     true => CodecId::Raw,
-                    false => self.auto(dtype, src, n, fe)?.codec(),
+                    false => self.auto(dtype, src, n, fe, false)?.codec(),
                 };
                 // a sample decides per rank: a peer may send coded frames even if this rank
                 // sends RAW
@@ -798,23 +810,19 @@ impl Communicator {
     }
 
     /// Auto's decision for `n` input elements at `src` cut into frames of `fe`: from the size
-    /// alone where it can ([`Arbiter::gate`]); otherwise from a sample of the input, which on a
-    /// GPU is copied on the stream after the calls enqueued before and waited for (so the
-    /// input holds what they wrote).
-    fn auto(&self, dtype: DType, src: *const u8, n: usize, fe: usize) -> Result<AutoPlan> {
+    /// alone where it can ([`Arbiter::gate`]); otherwise from a sample ([`Links::sample`]): on a
+    /// GPU the latest of this shape that has arrived, or with `fresh` (and for a shape's first
+    /// call) the input's own, copied on the stream after the calls enqueued before and waited
+    /// for.
+    fn auto(&self, dtype: DType, src: *const u8, n: usize, fe: usize, fresh: bool) -> Result<AutoPlan> {
         let link = self.link_model();
         let arbiter = Arbiter::new(link);
         // the gates decide from the size alone (RAW on NVLink): no sample to fetch
         if let Some(plan) = dispatch_dtype!(dtype, |T| arbiter.gate::<T>(n, fe, u64::MAX)) {
             return Ok(AutoPlan { link, plan });
         }
-        let image = self.links.sample(dtype, src, n)?;
-        let plan = dispatch_dtype!(dtype, |T| {
-            // SAFETY: the image holds `n` elements (the sampled ranges as the input's),
-            // aligned for any element type, and nothing writes it meanwhile.
-            let data = unsafe { std::slice::from_raw_parts(image.ptr().cast::<<T as Elem>::Bits>(), n) };
-            arbiter.plan::<T>(data, fe, u64::MAX)
-        });
+        let sample = self.links.sample(dtype, src, n, fresh)?;
+        let plan = dispatch_dtype!(dtype, |T| arbiter.plan_sampled::<T>(&sample, n, fe, u64::MAX));
         Ok(AutoPlan { link, plan })
     }
 
