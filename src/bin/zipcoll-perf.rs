@@ -5,6 +5,7 @@
 //! zipcoll-perf all_reduce -b 1M -e 1G -f 2 -d bf16 -o sum -n 20 -w 5 -c 1     # one process per GPU
 //! zipcoll-perf sendrecv -b 64K -e 16M --transport sim --ranks 4                 # simulator threads
 //! zipcoll-perf all_gather -b 64M -e 64M --compression expans --json
+//! zipcoll-perf sendrecv -b 16M -e 256M -f 4 --compression off,auto,expans      # a row per setting
 //! ```
 //!
 //! | column      | meaning                                                                  |
@@ -18,6 +19,10 @@
 //! | #wrong      | with `-c 1`: elements that differ from the scalar reference of the same reduction order (zipcoll is bit-exact, so any is a failure), summed over ranks; `N/A` with `-c 0` |
 //! | wire        | bytes on the wire per call over those of the same call with compression off (one untimed call), summed over ranks, frame headers included; `N/A` where the transport does not count them (P2P, SIM: only NET's proxies do) |
 //! | codec       | what rank 0's calls send: the forced codec, `raw` with compression off, or Auto's pick for this size and data (`Communicator::auto_plan`) |
+//! | compression | the setting the row ran with (`--compression` takes several, comma-separated: each size runs each in turn, on the same buffers and ranks) |
+//!
+//! With several settings the table ends with each one's time over the first's per size
+//! (`# auto / off: ...`), ratios measured in one invocation.
 //!
 //! The ranks are as `zipcoll-comm`'s: one child process per rank on GPUs (`--ranks`, default
 //! one per GPU and at least 2), simulator threads without a GPU or with `--transport sim`.
@@ -84,9 +89,10 @@ struct Cli {
     /// Ranks (at least 2); default one per GPU (at least 2), 4 on the simulator.
     #[arg(long, value_parser = clap::value_parser!(u16).range(2..))]
     ranks: Option<u16>,
-    /// Compression: off, auto, or a codec name (expans, expwindow, fixedlen, huffman).
-    #[arg(long, default_value = "auto", value_parser = parse_compression)]
-    compression: Compression,
+    /// Compression: off, auto, or a codec name (expans, expwindow, fixedlen, huffman); several,
+    /// comma-separated, run one after the other at each size.
+    #[arg(long, default_value = "auto", value_parser = parse_compression, value_delimiter = ',', num_args = 1..)]
+    compression: Vec<Compression>,
     /// Transport: auto, p2p, net, sim (simulator threads).
     #[arg(long, default_value = "auto", value_parser = parse_transport)]
     transport: TransportKind,
@@ -285,6 +291,7 @@ struct Row {
     /// The wire ratio (`None` where the transport does not count bytes).
     wire: Option<f64>,
     codec: String,
+    compression: Compression,
 }
 
 /// Every rank's result for `cli`'s sweep on inputs from `pool`; rank 0 prints it.
@@ -300,16 +307,16 @@ fn on_rank(comm: Communicator, cli: &Cli, pool: Option<&Pool>) -> Result<bool, E
     }
     if rank == 0 && !cli.json && !cli.csv {
         say!(
-            "# zipcoll-perf {:?}: {k} ranks over {:?}, compression {:?}, {} calls after {} warm-up, data {}",
+            "# zipcoll-perf {:?}: {k} ranks over {:?}, compression {}, {} calls after {} warm-up, data {}",
             cli.coll,
             comm.transport(),
-            cli.compression,
+            settings(&cli.compression),
             cli.iters,
             cli.warmup,
             pool.map_or("N(0,1)", |p| p.about.as_str())
         );
         say!(
-            "# {:>12} {:>12} {:>7} {:>6} {:>5} {:>11} {:>9} {:>9} {:>7} {:>6} {:>10}",
+            "# {:>12} {:>12} {:>7} {:>6} {:>5} {:>11} {:>9} {:>9} {:>7} {:>6} {:>10} {:>11}",
             "size",
             "count",
             "type",
@@ -320,30 +327,67 @@ fn on_rank(comm: Communicator, cli: &Cli, pool: Option<&Pool>) -> Result<bool, E
             "busbw",
             "#wrong",
             "wire",
-            "codec"
+            "codec",
+            "compression"
         );
     }
     let sweep = sizes(cli.min, cli.max, cli.factor);
     let progress = rank == 0 && sweep.len() > 1 && std::io::stderr().is_terminal();
+    let mut rows = Vec::new();
     for (i, &size) in sweep.iter().enumerate() {
         if progress {
             eprint!("\r# size {} of {}: {size} bytes ", i + 1, sweep.len());
         }
         let shape = shape(cli.coll, size, elem, k);
-        let row = one_size(&comm, cli, pool, size, shape)?;
+        let sized = one_size(&comm, cli, pool, size, shape)?;
         if progress {
             eprint!("\r\x1b[K");
         }
-        clean &= row.wrong.unwrap_or(0) == 0;
-        if rank == 0 {
-            report(cli, k, &row);
+        for row in sized {
+            clean &= row.wrong.unwrap_or(0) == 0;
+            if rank == 0 {
+                report(cli, k, &row);
+            }
+            rows.push(row);
+        }
+    }
+    if rank == 0 && !cli.json && !cli.csv {
+        for line in ratios(&cli.compression, &rows) {
+            say!("{line}");
         }
     }
     Ok(clean)
 }
 
-/// Times (and checks) one size.
-fn one_size(comm: &Communicator, cli: &Cli, pool: Option<&Pool>, size: u64, shape: Shape) -> Result<Row, Error> {
+/// The settings as `--compression` takes them.
+fn settings(compression: &[Compression]) -> String {
+    compression.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
+}
+
+/// With several settings, a line per setting after the first: its time over the first's at
+/// each size (below 1: faster), e.g. `# auto / off: 0.79 (67108864) 0.69 (268435456)`.
+fn ratios(compression: &[Compression], rows: &[Row]) -> Vec<String> {
+    let Some((first, others)) = compression.split_first() else {
+        return Vec::new();
+    };
+    others
+        .iter()
+        .map(|other| {
+            let per_size: Vec<String> = rows
+                .iter()
+                .filter(|r| r.compression == *other)
+                .filter_map(|r| {
+                    let base = rows.iter().find(|b| b.size == r.size && b.compression == *first)?;
+                    Some(format!("{:.2} ({})", r.seconds / base.seconds, r.size))
+                })
+                .collect();
+            format!("# time {other} / {first}: {}", per_size.join(" "))
+        })
+        .collect()
+}
+
+/// Times (and checks) one size, once per compression setting, on the same buffers.
+fn one_size(comm: &Communicator, cli: &Cli, pool: Option<&Pool>, size: u64, shape: Shape) -> Result<Vec<Row>, Error> {
     let (rank, k, elem) = (comm.rank(), comm.nranks(), cli.dtype.size_bytes());
     let input = |r: usize| match pool {
         Some(p) => p.input(elem, shape.input, r, k),
@@ -352,33 +396,71 @@ fn one_size(comm: &Communicator, cli: &Cli, pool: Option<&Pool>, size: u64, shap
     let mut src = comm.alloc((shape.input * elem).max(1))?;
     src.copy_from_host(&input(rank))?;
     let mut dst = comm.alloc((shape.output * elem).max(1))?;
-    let opts = Options {
-        compression: Some(cli.compression),
-        ..Options::default()
-    };
-    let codec = match cli.compression {
-        Compression::Off => "raw".to_owned(),
-        Compression::Lossless(Lossless::Force(c)) => format!("{c:?}").to_ascii_lowercase(),
-        Compression::Lossless(Lossless::Auto) if shape.count > 0 => {
-            let plan = comm.auto_plan(&src, shape.count, cli.dtype)?;
-            format!("{:?}", plan.codec()).to_ascii_lowercase()
-        }
-        Compression::Lossless(Lossless::Auto) => "raw".to_owned(),
-    };
     // this rank's bytes on the wire for one call with compression off (untimed)
     let off = Options {
         compression: Some(Compression::Off),
         ..Options::default()
     };
     let raw_wire = on_the_wire(comm, || call(comm, cli, shape, &src, &mut dst, off))?;
+    let inputs: Vec<Vec<u8>> = match cli.check {
+        0 => Vec::new(),
+        _ => (0..k).map(input).collect(),
+    };
+    let mut rows = Vec::new();
+    for &compression in &cli.compression {
+        let timed = timed(comm, cli, shape, &src, &mut dst, compression, raw_wire)?;
+        let wrong = match cli.check {
+            0 => None,
+            _ => {
+                let got = dst.to_host()?;
+                let here = wrong_here(comm, cli, shape, &inputs, &got[..shape.output * elem])?;
+                Some(across_ranks(comm, &[here as f64], ReduceOp::Sum)?[0] as u64)
+            }
+        };
+        rows.push(Row {
+            size,
+            shape,
+            wrong,
+            compression,
+            ..timed
+        });
+    }
+    Ok(rows)
+}
+
+/// Times `cli.iters` calls of `shape` with `compression` after the warm-up calls: the row's
+/// time, wire ratio (over `raw_wire`, this rank's bytes for one call with compression off) and
+/// codec; its `wrong` is left for the caller.
+fn timed(
+    comm: &Communicator,
+    cli: &Cli,
+    shape: Shape,
+    src: &DeviceBuffer,
+    dst: &mut DeviceBuffer,
+    compression: Compression,
+    raw_wire: Option<u64>,
+) -> Result<Row, Error> {
+    let opts = Options {
+        compression: Some(compression),
+        ..Options::default()
+    };
+    let codec = match compression {
+        Compression::Off => "raw".to_owned(),
+        Compression::Lossless(Lossless::Force(c)) => format!("{c:?}").to_ascii_lowercase(),
+        Compression::Lossless(Lossless::Auto) if shape.count > 0 => {
+            let plan = comm.auto_plan(src, shape.count, cli.dtype)?;
+            format!("{:?}", plan.codec()).to_ascii_lowercase()
+        }
+        Compression::Lossless(Lossless::Auto) => "raw".to_owned(),
+    };
     for _ in 0..cli.warmup {
-        call(comm, cli, shape, &src, &mut dst, opts)?;
+        call(comm, cli, shape, src, dst, opts)?;
     }
     comm.synchronize()?;
     comm.barrier()?;
     let (before, start) = (comm.wire_bytes_sent(), Instant::now());
     for _ in 0..cli.iters {
-        call(comm, cli, shape, &src, &mut dst, opts)?;
+        call(comm, cli, shape, src, dst, opts)?;
     }
     comm.synchronize()?;
     let mine = start.elapsed().as_secs_f64() / f64::from(cli.iters);
@@ -394,22 +476,14 @@ fn one_size(comm: &Communicator, cli: &Cli, pool: Option<&Pool>, size: u64, shap
         }
         _ => None,
     };
-    let wrong = match cli.check {
-        0 => None,
-        _ => {
-            let inputs: Vec<Vec<u8>> = (0..k).map(input).collect();
-            let got = dst.to_host()?;
-            let here = wrong_here(comm, cli, shape, &inputs, &got[..shape.output * elem])?;
-            Some(across_ranks(comm, &[here as f64], ReduceOp::Sum)?[0] as u64)
-        }
-    };
     Ok(Row {
-        size,
+        size: 0,
         shape,
         seconds,
-        wrong,
+        wrong: None,
         wire,
         codec,
+        compression,
     })
 }
 
@@ -482,7 +556,7 @@ fn wrong_here(comm: &Communicator, cli: &Cli, shape: Shape, inputs: &[Vec<u8>], 
 }
 
 /// The columns of `--csv`, in order.
-const CSV_COLUMNS: [&str; 13] = [
+const CSV_COLUMNS: [&str; 14] = [
     "coll",
     "ranks",
     "size",
@@ -496,6 +570,7 @@ const CSV_COLUMNS: [&str; 13] = [
     "wrong",
     "wire",
     "codec",
+    "compression",
 ];
 
 /// Rank 0's line (a table row, a JSON object or CSV values) for `row`.
@@ -523,8 +598,8 @@ fn report(cli: &Cli, k: usize, row: &Row) {
         let wrong = or(row.wrong.map(|w| w.to_string()), "null");
         let wire = or(row.wire.map(|w| format!("{w:.4}")), "null");
         say!(
-            "{{\"coll\":\"{coll}\",\"ranks\":{k},\"size\":{size},\"count\":{count},\"type\":\"{dtype}\",\"redop\":\"{redop}\",\"root\":{root},\"time_us\":{time_us:.3},\"algbw_gbps\":{algbw:.4},\"busbw_gbps\":{busbw:.4},\"wrong\":{wrong},\"wire\":{wire},\"codec\":\"{}\"}}",
-            row.codec
+            "{{\"coll\":\"{coll}\",\"ranks\":{k},\"size\":{size},\"count\":{count},\"type\":\"{dtype}\",\"redop\":\"{redop}\",\"root\":{root},\"time_us\":{time_us:.3},\"algbw_gbps\":{algbw:.4},\"busbw_gbps\":{busbw:.4},\"wrong\":{wrong},\"wire\":{wire},\"codec\":\"{}\",\"compression\":\"{}\"}}",
+            row.codec, row.compression
         );
         return;
     }
@@ -532,20 +607,22 @@ fn report(cli: &Cli, k: usize, row: &Row) {
     let wire = or(row.wire.map(|w| format!("{w:.4}")), "N/A");
     if cli.csv {
         say!(
-            "{coll},{k},{size},{count},{dtype},{redop},{root},{time_us:.3},{algbw:.4},{busbw:.4},{wrong},{wire},{}",
-            row.codec
+            "{coll},{k},{size},{count},{dtype},{redop},{root},{time_us:.3},{algbw:.4},{busbw:.4},{wrong},{wire},{},{}",
+            row.codec,
+            row.compression
         );
         return;
     }
     say!(
-        "  {size:>12} {count:>12} {dtype:>7} {redop:>6} {root:>5} {time_us:>11.2} {algbw:>9.2} {busbw:>9.2} {wrong:>7} {wire:>6} {:>10}",
-        row.codec
+        "  {size:>12} {count:>12} {dtype:>7} {redop:>6} {root:>5} {time_us:>11.2} {algbw:>9.2} {busbw:>9.2} {wrong:>7} {wire:>6} {:>10} {:>11}",
+        row.codec,
+        row.compression.to_string()
     );
 }
 
 fn config(cli: &Cli, base: Config) -> Result<Config, Error> {
     let mut c = base.with_env()?;
-    c.compression = cli.compression;
+    c.compression = cli.compression.first().copied().unwrap_or(c.compression);
     if cli.transport != TransportKind::Auto {
         c.transport = cli.transport;
     }

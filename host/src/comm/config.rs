@@ -23,6 +23,7 @@
 
 use crate::error::{Error, Result};
 use crate::transport::net::NetConfig;
+use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 use zipcoll_device::codec::CodecId;
@@ -65,6 +66,17 @@ impl FromStr for Compression {
             .find(|c| format!("{c:?}").eq_ignore_ascii_case(&s))
             .map(|c| Compression::Lossless(Lossless::Force(c)))
             .ok_or_else(|| Error::InvalidArgument(format!("unknown compression {s:?}: off, auto or a codec name")))
+    }
+}
+
+impl fmt::Display for Compression {
+    /// What [`Compression::from_str`] reads back: `off`, `auto` or the codec's name.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Compression::Off => f.write_str("off"),
+            Compression::Lossless(Lossless::Auto) => f.write_str("auto"),
+            Compression::Lossless(Lossless::Force(c)) => f.write_str(c.name()),
+        }
     }
 }
 
@@ -346,6 +358,21 @@ mod tests {
             Compression::Lossless(Lossless::Force(CodecId::ExpAns))
         );
         assert!(matches!("zstd".parse::<Compression>(), Err(Error::InvalidArgument(_))));
+        // every setting's name reads back as itself (forcing RAW is `raw`, which reads as off)
+        let every = [Compression::Off, Compression::Lossless(Lossless::Auto)]
+            .into_iter()
+            .chain(
+                CodecId::ALL[1..]
+                    .iter()
+                    .map(|&c| Compression::Lossless(Lossless::Force(c))),
+            );
+        for c in every {
+            assert_eq!(c.to_string().parse::<Compression>().unwrap(), c, "{c}");
+        }
+        assert_eq!(
+            Compression::Lossless(Lossless::Force(CodecId::ExpAns)).to_string(),
+            "expans"
+        );
         assert_eq!("NET".parse::<TransportKind>().unwrap(), TransportKind::Net);
         assert!("ib".parse::<TransportKind>().is_err());
     }

@@ -23,7 +23,7 @@
 //! | `comm_env_sizes_take_suffixes`          | `ZIPCOLL_BUFFER_BYTES=128K`            | accepted, the check passes                      |
 //! | `comm_check_quick_reports_progress`     | `check --quick` narrowed by filters     | the plan line, a progress line per collective, exit 0 |
 //! | `bench_codec_usage_is_checked_first`    | `zipcoll-bench codec` with bad values  | exit 2 (usage) before it looks for a GPU        |
-//! | `perf_on_sim_sweeps_and_checks`         | `zipcoll-perf` on 3 thread ranks: all_reduce over 2 sizes, reduce to root 2 (f32 max, ExpAns), sendrecv as JSON, all_gather of a raw bf16 file | exit 0, a row per size with nccl-tests' columns and #wrong 0; bad flags exit 2, a missing file 3 |
+//! | `perf_on_sim_sweeps_and_checks`         | `zipcoll-perf` on 3 thread ranks: all_reduce over 2 sizes, reduce to root 2 (f32 max, ExpAns), sendrecv as JSON, CSV at an odd count, three compression settings in one sweep, all_gather of a raw bf16 file | exit 0, a row per size (and setting) with nccl-tests' columns and #wrong 0, each setting's time over the first's; bad flags exit 2, a missing file 3 |
 
 use safetensors::tensor::TensorView;
 use safetensors::Dtype;
@@ -657,12 +657,12 @@ fn perf_on_sim_sweeps_and_checks() {
         .collect();
     assert_eq!(rows.len(), 2, "{stdout}");
     for (row, (size, count)) in rows.iter().zip([(4096, 2048), (16384, 8192)]) {
-        // size, count, type, redop, root, time, algbw, busbw, #wrong, wire, codec
-        assert_eq!(row.len(), 11, "{stdout}");
+        // size, count, type, redop, root, time, algbw, busbw, #wrong, wire, codec, compression
+        assert_eq!(row.len(), 12, "{stdout}");
         assert_eq!((row[0].parse::<u64>(), row[1].parse::<u64>()), (Ok(size), Ok(count)));
         assert_eq!(
-            (row[2], row[3], row[4], row[8], row[9]),
-            ("bf16", "sum", "-1", "0", "N/A"),
+            (row[2], row[3], row[4], row[8], row[9], row[11]),
+            ("bf16", "sum", "-1", "0", "N/A", "auto"),
             "{stdout}"
         );
         assert!(row[5].parse::<f64>().is_ok_and(|t| t > 0.0), "{stdout}");
@@ -717,15 +717,59 @@ fn perf_on_sim_sweeps_and_checks() {
     assert_eq!(lines.len(), 2, "{stdout}");
     assert_eq!(
         lines[0],
-        "coll,ranks,size,count,type,redop,root,time_us,algbw_gbps,busbw_gbps,wrong,wire,codec"
+        "coll,ranks,size,count,type,redop,root,time_us,algbw_gbps,busbw_gbps,wrong,wire,codec,compression"
     );
     let cols: Vec<&str> = lines[1].split(',').collect();
-    assert_eq!(cols.len(), 13, "{stdout}");
+    assert_eq!(cols.len(), 14, "{stdout}");
     assert_eq!(
-        (cols[0], cols[1], cols[2], cols[3], cols[10], cols[11], cols[12]),
-        ("AllGather", "3", "12006", "2001", "0", "N/A", "raw"),
+        (cols[0], cols[1], cols[2], cols[3], cols[10], cols[11], cols[12], cols[13]),
+        ("AllGather", "3", "12006", "2001", "0", "N/A", "raw", "off"),
         "{stdout}"
     );
+    // several settings: a row per size and setting, in the order given, then each setting's
+    // time over the first's
+    let stdout = success(&perf(&[
+        "all_reduce",
+        "-b",
+        "8K",
+        "-e",
+        "32K",
+        "-f",
+        "4",
+        "--compression",
+        "off,expans,auto",
+    ]));
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let got: Vec<(&str, &str, &str, &str)> = rows.iter().map(|r| (r[0], r[8], r[10], r[11])).collect();
+    assert_eq!(got.len(), 6, "{stdout}");
+    assert_eq!(
+        got[..4],
+        [
+            ("8192", "0", "raw", "off"),
+            ("8192", "0", "expans", "expans"),
+            ("8192", "0", got[2].2, "auto"),
+            ("32768", "0", "raw", "off")
+        ],
+        "{stdout}"
+    );
+    for setting in ["expans", "auto"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("# time {setting} / off: ")))
+            .unwrap_or_else(|| panic!("the {setting} ratios: {stdout}"));
+        let ratios: Vec<f64> = line
+            .split(": ")
+            .nth(1)
+            .unwrap_or_default()
+            .split(')')
+            .filter_map(|r| r.split_whitespace().next()?.parse().ok())
+            .collect();
+        assert!(ratios.len() == 2 && ratios.iter().all(|r| *r > 0.0), "{line}");
+    }
     // the wire ratio over NET (its proxies count the bytes): 1 with compression off, below 1
     // with a codec on N(0,1) bf16 (exponents coded, the rest raw)
     let wire = |compression: &str| {
