@@ -44,7 +44,9 @@ pub enum Lossless {
     /// The arbitration decides per call from a sample of the data and the link's cost model
     /// (RAW where no codec pays off, e.g. on NVLink). On a GPU a call of a dtype and count seen
     /// before decides from the latest such call's sample that has arrived, so that no call
-    /// waits for the ones before it but a shape's first.
+    /// waits for the ones before it but a shape's first; and the calls are timed, so that where
+    /// coding turns out slower than RAW for a call's shape, its next calls send RAW (trying
+    /// the codec again now and then).
     Auto,
     /// Always this codec (each frame still goes RAW where coding does not shrink it).
     Force(CodecId),

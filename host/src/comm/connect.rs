@@ -807,8 +807,8 @@ impl Links {
     }
 
     /// Enqueues `plan` as call `name` into `calls` (this rank's, locked): the simulator runs it
-    /// now (its outcome is checked later, as a GPU's), a GPU launches it with the next slot.
-    /// An error: the launch itself failed.
+    /// now (its outcome is checked later, as a GPU's), a GPU launches it with the next slot,
+    /// its kernel timed if `timed`. An error: the launch itself failed.
     pub fn run(
         &self,
         calls: &mut InFlight<Slot>,
@@ -816,8 +816,9 @@ impl Links {
         plan: &mut Plan,
         dtype: DType,
         op: ReduceOp,
-        wait: Duration,
+        timed: bool,
     ) -> Result<()> {
+        let wait = self.timeout;
         match (&self.engine, self.backend) {
             (Engine::Sim { .. }, backend) => {
                 let start = std::time::Instant::now();
@@ -851,7 +852,7 @@ impl Links {
                 }
                 calls.ran(name, ran, took)
             }
-            (Engine::Cuda { .. }, _) => return calls.launch(name, |slot| slot.launch(plan, dtype, op)),
+            (Engine::Cuda { .. }, _) => return calls.launch(name, |slot| slot.launch(plan, dtype, op, timed)),
         }
         Ok(())
     }

@@ -6,8 +6,9 @@
 //! holds these bytes: a call repeated with the same buffers and counts), the manifest's
 //! `collective` entry point for the call's dtype and op (one block per plan warp; each channel
 //! names its codec) and the slot's event. Nothing waits for the kernel: the slot is reused, its
-//! records read, only once its event has completed. With `Config::profile`, two more events
-//! time the upload and the kernel.
+//! records read, only once its event has completed. A timed launch (Auto's checks,
+//! `checks.rs`, or every launch with `Config::profile`) records one more event before the
+//! kernel, and profiling one before the upload.
 //!
 //! | per slot         | memory                        | holds                                           |
 //! |------------------|-------------------------------|-------------------------------------------------|
@@ -15,7 +16,8 @@
 //! | image            | pinned host                   | the same bytes, written by the host, copied to the scratch on the stream |
 //! | status           | pinned host, mapped           | `MAX_WARPS` status records, one per warp of the call |
 //! | event            | `CUevent`                     | recorded after the launch: the call has finished when it has completed |
-//! | profile events   | two `CUevent`s (profiling)    | recorded before the upload and before the launch |
+//! | started          | `CUevent`                     | recorded before the kernel of a timed launch    |
+//! | before upload    | `CUevent` (profiling)         | recorded before the upload                      |
 //!
 //! Scratch and image are sized for a collective at connection time and grown (both replaced)
 //! when a plan needs more, which may wait for the device.
@@ -96,9 +98,14 @@ pub(crate) struct Slot {
     scratch: DeviceAlloc,
     image: PinnedHost,
     status: PinnedHost,
+    /// Recorded after the kernel (timing enabled: the end of a timed launch).
     event: CudaEvent,
-    /// With profiling: events recorded before the upload and before the kernel.
-    profile: Option<[CudaEvent; 2]>,
+    /// Recorded before the kernel of a timed launch.
+    started: CudaEvent,
+    /// With profiling: recorded before the upload (every launch is then timed).
+    before_upload: Option<CudaEvent>,
+    /// Whether the launch last enqueued recorded `started`.
+    timed: bool,
     /// Bytes at the start of `image` that the scratch is known to hold (0: unknown).
     uploaded: usize,
     /// The next plan's bytes, compared with `image` before they replace it.
@@ -111,11 +118,14 @@ pub(crate) struct Slot {
 
 impl Slot {
     /// A free slot on `gpu` whose calls go on `stream` (one of `gpu`'s) and whose scratch and
-    /// image hold `bytes`; with `profile`, its events time the upload and the kernel.
+    /// image hold `bytes`; with `profile`, its events time every launch's upload and kernel
+    /// (without, only the kernels of launches asked to be timed).
     pub fn new(gpu: &Arc<CudaGpu>, stream: &Arc<CudaStream>, bytes: usize, profile: bool) -> Result<Slot> {
         let ctx = gpu.context();
-        let flags = profile.then_some(CUevent_flags::CU_EVENT_DEFAULT);
-        let event = || ctx.new_event(flags).map_err(cuda_error("cuEventCreate"));
+        let event = || {
+            ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(cuda_error("cuEventCreate"))
+        };
         Ok(Slot {
             gpu: Arc::clone(gpu),
             stream: Arc::clone(stream),
@@ -123,10 +133,12 @@ impl Slot {
             image: PinnedHost::zeroed(ctx, bytes)?,
             status: PinnedHost::zeroed(ctx, MAX_WARPS * RECORD_BYTES)?,
             event: event()?,
-            profile: match profile {
-                true => Some([event()?, event()?]),
+            started: event()?,
+            before_upload: match profile {
+                true => Some(event()?),
                 false => None,
             },
+            timed: false,
             uploaded: 0,
             next: Vec::new(),
             warps: 0,
@@ -134,10 +146,11 @@ impl Slot {
         })
     }
 
-    /// Enqueues `plan` (see the module docs). The slot must be free: the call it ran last has
-    /// finished (its event completed), which the ring guarantees. On an error, whatever was
-    /// enqueued has run when this returns (the stream is synchronized), so the slot is free.
-    pub fn launch(&mut self, plan: &mut Plan, dtype: DType, op: ReduceOp) -> Result<()> {
+    /// Enqueues `plan` (see the module docs), its kernel timed if `timed` or profiling. The
+    /// slot must be free: the call it ran last has finished (its event completed), which the
+    /// ring guarantees. On an error, whatever was enqueued has run when this returns (the
+    /// stream is synchronized), so the slot is free.
+    pub fn launch(&mut self, plan: &mut Plan, dtype: DType, op: ReduceOp, timed: bool) -> Result<()> {
         self.warps = 0;
         let warps = plan.warps();
         if warps > MAX_WARPS {
@@ -168,6 +181,7 @@ impl Slot {
             image[..layout.total].copy_from_slice(&self.next);
         }
         status[..warps * RECORD_BYTES].fill(0);
+        self.timed = (timed || self.before_upload.is_some()) && warps > 0;
         let enqueued = self.enqueue(&f, layout, warps, plan.team, upload);
         match enqueued {
             Ok(()) => {
@@ -180,6 +194,7 @@ impl Slot {
             }
             Err(_) => {
                 self.uploaded = 0;
+                self.timed = false;
                 // whatever was enqueued must be done before the slot is written again
                 let _ = self.stream.synchronize();
             }
@@ -187,25 +202,25 @@ impl Slot {
         enqueued
     }
 
-    /// The copy (if `upload`), the kernel and the event, on the stream (and the profile's
-    /// events before the copy and before the kernel).
+    /// The copy (if `upload`), the kernel and the event, on the stream (and, when profiling,
+    /// `before_upload` before the copy; when timed, `started` before the kernel).
     fn enqueue(&self, f: &CudaFunction, layout: Layout, warps: usize, team: ChannelTeam, upload: bool) -> Result<()> {
         let stream = &self.stream;
         let ctx = self.gpu.context();
         ctx.bind_to_thread().map_err(cuda_error("cuCtxSetCurrent"))?;
-        let mark = |at: usize| match &self.profile {
-            Some(events) => events[at].record(stream).map_err(cuda_error("cuEventRecord")),
+        let mark = |event: Option<&CudaEvent>| match event {
+            Some(e) => e.record(stream).map_err(cuda_error("cuEventRecord")),
             None => Ok(()),
         };
         if warps > 0 {
-            mark(0)?;
+            mark(self.before_upload.as_ref())?;
             if upload {
                 // SAFETY: the stream is the slot's context's; the slot keeps the image and the
                 // scratch until its event, recorded after the kernel, has completed, and the
                 // host writes the image only while the slot is free (that event completed).
                 unsafe { self.scratch.copy_from_pinned_async(&self.image, layout.total, stream) }?;
             }
-            mark(1)?;
+            mark(self.timed.then_some(&self.started))?;
             let base = self.scratch.ptr();
             let (works_ptr, starts_ptr) = (base + layout.works_at as u64, base + layout.starts_at as u64);
             let cfg = LaunchConfig {
@@ -229,8 +244,7 @@ impl Slot {
 
 impl Finish for Slot {
     fn times(&self) -> Option<(Option<Duration>, Duration)> {
-        let [before_upload, before_kernel] = self.profile.as_ref()?;
-        if self.warps == 0 {
+        if !self.timed || self.warps == 0 {
             return None;
         }
         let ms = |a: &CudaEvent, b: &CudaEvent| {
@@ -238,11 +252,11 @@ impl Finish for Slot {
                 .ok()
                 .map(|t| Duration::from_secs_f64(f64::from(t.max(0.0)) / 1e3))
         };
-        let upload = match self.did_upload {
-            true => Some(ms(before_upload, before_kernel)?),
-            false => None,
+        let upload = match (&self.before_upload, self.did_upload) {
+            (Some(before_upload), true) => Some(ms(before_upload, &self.started)?),
+            _ => None,
         };
-        Some((upload, ms(before_kernel, &self.event)?))
+        Some((upload, ms(&self.started, &self.event)?))
     }
 
     fn poll(&self, block: bool) -> Result<Option<Vec<Record>>> {

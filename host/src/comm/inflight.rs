@@ -11,6 +11,7 @@
 //! the first failure found is kept until a check returns it ([`InFlight::check`]), so a failure
 //! found while making room for a launch is reported by the next check.
 
+use super::checks::Checked;
 use crate::error::{Error, Result};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -97,6 +98,8 @@ enum Run {
 struct Call {
     name: &'static str,
     run: Run,
+    /// Auto's checks time this call ([`InFlight::take_realized`]).
+    checked: Option<Checked>,
 }
 
 /// The enqueued calls (see the module docs).
@@ -110,6 +113,9 @@ pub(crate) struct InFlight<S> {
     found: Option<Failed>,
     /// The times of the calls checked since the last [`InFlight::take_times`], when profiling.
     times: Option<Vec<CallTime>>,
+    /// The kernel times of the calls Auto's checks time, finished since the last
+    /// [`InFlight::take_realized`].
+    realized: Vec<(Checked, Duration)>,
 }
 
 impl<S: Finish> InFlight<S> {
@@ -121,6 +127,21 @@ impl<S: Finish> InFlight<S> {
             next: 0,
             found: None,
             times: profile.then(Vec::new),
+            realized: Vec::new(),
+        }
+    }
+
+    /// The kernel times of the timed calls ([`InFlight::time_last`]) finished since the last
+    /// take, oldest first (a call whose slot could not time it is left out).
+    pub fn take_realized(&mut self) -> Vec<(Checked, Duration)> {
+        std::mem::take(&mut self.realized)
+    }
+
+    /// Marks the call enqueued last as timed for Auto's checks (its slot must have been asked
+    /// to time it).
+    pub fn time_last(&mut self, checked: Checked) {
+        if let Some(call) = self.calls.back_mut() {
+            call.checked = Some(checked);
         }
     }
 
@@ -139,6 +160,7 @@ impl<S: Finish> InFlight<S> {
         self.calls.push_back(Call {
             name,
             run: Run::Done(outcome, took),
+            checked: None,
         });
     }
 
@@ -164,6 +186,7 @@ impl<S: Finish> InFlight<S> {
         self.calls.push_back(Call {
             name,
             run: Run::Slot(next),
+            checked: None,
         });
         self.next = (next + 1) % self.slots.len();
         Ok(())
@@ -206,7 +229,7 @@ impl<S: Finish> InFlight<S> {
                 Err(e) => Some((Err(e), None)),
             },
         };
-        let Some(Call { name, run }) = self.calls.pop_front() else {
+        let Some(Call { name, run, checked }) = self.calls.pop_front() else {
             return false;
         };
         let (outcome, times) = match run {
@@ -215,6 +238,9 @@ impl<S: Finish> InFlight<S> {
         };
         if let (Some(kept), Some((upload, kernel))) = (self.times.as_mut(), times) {
             kept.push(CallTime { name, upload, kernel });
+        }
+        if let (Some(checked), Some((_, kernel)), Ok(_)) = (checked, times, &outcome) {
+            self.realized.push((checked, kernel));
         }
         let failed = match outcome {
             Err(e) => Some(Failed::Run(e)),
@@ -274,9 +300,15 @@ mod tests {
         records: Cell<Option<Record>>,
         done: Cell<bool>,
         waits: Waits,
+        /// The kernel time the slot measured, if it timed its call.
+        took: Cell<Option<Duration>>,
     }
 
     impl Finish for Fake {
+        fn times(&self) -> Option<(Option<Duration>, Duration)> {
+            self.took.get().map(|t| (None, t))
+        }
+
         fn poll(&self, block: bool) -> Result<Option<Vec<Record>>> {
             if block && !self.done.get() {
                 self.waits.borrow_mut().push((self.id, self.launches.get()));
@@ -295,6 +327,7 @@ mod tests {
                 records: Cell::new(None),
                 done: Cell::new(true),
                 waits: Rc::clone(&waits),
+                took: Cell::new(None),
             })
             .collect();
         (InFlight::new(slots, false), waits)
@@ -404,6 +437,41 @@ mod tests {
         );
         assert!(f.is_empty());
         assert!(f.launch("x", busy(None)).is_err(), "no slots on the simulator");
+    }
+
+    #[test]
+    fn the_calls_autos_checks_time_report_their_kernel_times_once() {
+        use super::super::checks::CallShape;
+        use zipcoll_device::dtype::DType;
+        let checked = |count, coded| Checked {
+            shape: CallShape {
+                name: "all_gather",
+                dtype: DType::Bf16,
+                count,
+            },
+            coded,
+        };
+        let (mut f, _) = ring(3);
+        let ms = Duration::from_millis;
+        // a timed call, a call not marked, a marked call its slot did not time
+        f.slots[0].took.set(Some(ms(3)));
+        f.launch("a", busy(None)).unwrap();
+        f.time_last(checked(1, true));
+        f.slots[1].took.set(Some(ms(4)));
+        f.launch("b", busy(None)).unwrap();
+        f.launch("c", busy(None)).unwrap();
+        f.time_last(checked(2, false));
+        assert!(f.check(Wait::All).is_none());
+        assert_eq!(f.take_realized(), [(checked(1, true), ms(3))]);
+        assert!(f.take_realized().is_empty(), "taken once");
+        // on the simulator, the run's wall time; a run that failed is left out
+        let (mut sim, _) = ring(0);
+        sim.ran("ok", Ok(vec![[0; STATUS_WORDS]]), ms(5));
+        sim.time_last(checked(3, false));
+        sim.ran("failed", Err(Error::Sim("boom".into())), ms(6));
+        sim.time_last(checked(4, true));
+        sim.check(Wait::No);
+        assert_eq!(sim.take_realized(), [(checked(3, false), ms(5))]);
     }
 
     #[test]

@@ -64,6 +64,7 @@
 
 pub mod bootstrap;
 mod buffer;
+mod checks;
 mod config;
 mod connect;
 mod control;
@@ -84,6 +85,7 @@ pub use inflight::CallTime;
 use crate::backend::Backend;
 use crate::dispatch::dispatch_dtype;
 use crate::error::{Error, Result};
+use checks::{CallShape, Checked, Checks};
 use connect::Links;
 use control::{Cause, CauseKind};
 use fabric::Fabric;
@@ -172,6 +174,8 @@ pub struct Communicator {
     links: Links,
     /// Why the communicator stopped working, once it has (and its failure was returned).
     failed: Mutex<Option<String>>,
+    /// Auto's checks of its choices against realized times (GPUs only, `checks.rs`).
+    checks: Mutex<Checks>,
 }
 
 /// Runs `f` as every rank of an `nranks` communicator on the simulator, one thread per rank;
@@ -225,6 +229,7 @@ impl Communicator {
             config,
             links,
             failed: Mutex::new(None),
+            checks: Mutex::new(Checks::default()),
         })
     }
 
@@ -744,7 +749,8 @@ impl Communicator {
     /// and the arbitration's plan (the codec, or RAW and why; predicted bytes and times), from a
     /// sample of `input` as it is once the calls enqueued before have run (waited for). A call
     /// decides the same from the same sample, but on a GPU a call of a shape seen before
-    /// decides from that shape's latest sample that has arrived, possibly an earlier call's.
+    /// decides from that shape's latest sample that has arrived, possibly an earlier call's,
+    /// and its shape's realized times may send RAW where the plan codes (`checks.rs`).
     /// It enqueues nothing but the sample's copy. Errors: those of a call's argument checks,
     /// and the sample's copy on a GPU.
     pub fn auto_plan(&self, input: &DeviceBuffer, count: usize, dtype: DType) -> Result<AutoPlan> {
@@ -765,12 +771,21 @@ impl Communicator {
         )
     }
 
-    /// What a call sending `n` elements from `src` (null: nothing to sample, so Auto decides
-    /// from the size alone or sends RAW), cut into frames of `fe`, sends with.
-    fn codec_for(&self, opts: Options, dtype: DType, src: *const u8, n: usize, fe: usize) -> Result<Sending> {
+    /// What call `name` sending `n` elements from `src` (null: nothing to sample, so Auto
+    /// decides from the size alone or sends RAW), cut into frames of `fe`, sends with.
+    fn codec_for(
+        &self,
+        opts: Options,
+        name: &'static str,
+        dtype: DType,
+        src: *const u8,
+        n: usize,
+        fe: usize,
+    ) -> Result<Sending> {
         let by_size = |codec| Sending {
             codec,
             every_rank_raw: codec == CodecId::Raw,
+            checked: None,
         };
         match opts.compression.unwrap_or(self.config.compression) {
             Compression::Off => Ok(by_size(CodecId::Raw)),
@@ -782,15 +797,33 @@ impl Communicator {
                 if let Some(plan) = dispatch_dtype!(dtype, |T| arbiter.gate::<T>(n, fe, u64::MAX)) {
                     return Ok(by_size(AutoPlan { link, plan }.codec()));
                 }
-                let codec = match src.is_null() {
-                    true => CodecId::Raw,
-                    false => self.auto(dtype, src, n, fe, false)?.codec(),
+                if src.is_null() {
+                    return Ok(Sending {
+                        every_rank_raw: false,
+                        ..by_size(CodecId::Raw)
+                    });
+                }
+                let modeled = self.auto(dtype, src, n, fe, false)?.codec();
+                // on a GPU the call is timed, and its shape's realized times may overrule
+                let checked = match self.backend {
+                    Backend::Sim | Backend::Sim64 => None,
+                    _ => {
+                        let shape = CallShape { name, dtype, count: n };
+                        let coded = modeled != CodecId::Raw
+                            && self.checks.lock().unwrap_or_else(PoisonError::into_inner).codes(shape);
+                        Some(Checked { shape, coded })
+                    }
+                };
+                let codec = match checked {
+                    Some(Checked { coded: false, .. }) => CodecId::Raw,
+                    _ => modeled,
                 };
                 // a sample decides per rank: a peer may send coded frames even if this rank
                 // sends RAW
                 Ok(Sending {
                     codec,
                     every_rank_raw: false,
+                    checked,
                 })
             }
         }
@@ -970,7 +1003,7 @@ impl Communicator {
             coll_name(c.coll),
             c.dtype,
             c.op,
-            || self.codec_for(opts, c.dtype, c.src, c.n, fe),
+            || self.codec_for(opts, coll_name(c.coll), c.dtype, c.src, c.n, fe),
             |fabric| {
                 let args = CollArgs {
                     coll: c.coll,
@@ -998,15 +1031,24 @@ impl Communicator {
     ) -> Result<()> {
         let mut calls = self.links.calls();
         let found = calls.check(Wait::No);
+        let realized = calls.take_realized();
+        if !realized.is_empty() {
+            let mut checks = self.checks.lock().unwrap_or_else(PoisonError::into_inner);
+            for (checked, took) in realized {
+                checks.record(checked, took);
+            }
+        }
         self.report(found)?;
         let sending = sending()?;
         let mut plan = plan(self.links.fabric());
         plan.team = self.channel_team(sending);
         self.check_resident(plan.warps(), plan.team, dtype, op)?;
         plan.set_codec(sending.codec);
-        let launched = self
-            .links
-            .run(&mut calls, name, &mut plan, dtype, op, self.config.timeout);
+        let timed = sending.checked.is_some();
+        let launched = self.links.run(&mut calls, name, &mut plan, dtype, op, timed);
+        if let (Ok(()), Some(checked)) = (&launched, sending.checked) {
+            calls.time_last(checked);
+        }
         if let Err(e) = &launched {
             self.links.publish(Cause {
                 rank: self.rank,
@@ -1064,6 +1106,8 @@ fn cause_error(c: Cause) -> Error {
 struct Sending {
     codec: CodecId,
     every_rank_raw: bool,
+    /// Auto's checks time the call.
+    checked: Option<Checked>,
 }
 
 /// A collective whose arguments were checked, with its buffers' addresses (the borrows that
@@ -1199,6 +1243,7 @@ impl<'a> Group<'a> {
         let group_sending = Sending {
             codec: CodecId::Raw,
             every_rank_raw: every_send_raw(opts.compression.unwrap_or(comm.config.compression), comm.link_model()),
+            checked: None,
         };
         // every launch of the group fits, or none is enqueued (a peer would wait for the rest)
         for &dtype in &dtypes {
@@ -1224,10 +1269,10 @@ impl<'a> Group<'a> {
                 || match first_send {
                     Some(o) => {
                         let fe = comm.frame_elems(dtype, o.count as usize);
-                        let codec = comm.codec_for(opts, dtype, o.buf, o.count as usize, fe)?.codec;
+                        let sending = comm.codec_for(opts, CALL_NAMES[9], dtype, o.buf, o.count as usize, fe)?;
                         Ok(Sending {
-                            codec,
                             every_rank_raw: group_sending.every_rank_raw,
+                            ..sending
                         })
                     }
                     None => Ok(group_sending),
@@ -1289,6 +1334,7 @@ mod tests {
             let codec = comm
                 .codec_for(
                     Options::default(),
+                    CALL_NAMES[0],
                     DType::Bf16,
                     buf.ptr().cast_const(),
                     n,

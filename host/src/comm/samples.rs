@@ -89,14 +89,7 @@ impl<C: SampleCopy> Samples<C> {
                     latest: None,
                     used: 0,
                 };
-                if self.shapes.len() < SHAPES {
-                    self.shapes.push(shape);
-                    self.shapes.len() - 1
-                } else {
-                    let lru = (0..self.shapes.len()).min_by_key(|&i| self.shapes[i].used).unwrap_or(0);
-                    self.shapes[lru] = shape;
-                    lru
-                }
+                insert_evicting(&mut self.shapes, SHAPES, |s| s.used, shape)
             }
         };
         let shape = &mut self.shapes[i];
@@ -131,6 +124,19 @@ impl<C: SampleCopy> Shape<C> {
         self.latest = Some(dispatch_dtype!(self.dtype, |T| compact_sample::<T>(n, bytes)));
         self.in_flight = None;
     }
+}
+
+/// Puts `item` into `items`, which holds at most `capacity`: at the end, or in place of the
+/// item whose `used` is least (the least recently used); returns its index. For the per-shape
+/// state of Auto's samples and checks.
+pub(crate) fn insert_evicting<T>(items: &mut Vec<T>, capacity: usize, used: impl Fn(&T) -> u64, item: T) -> usize {
+    if items.len() < capacity {
+        items.push(item);
+        return items.len() - 1;
+    }
+    let lru = (0..items.len()).min_by_key(|&i| used(&items[i])).unwrap_or(0);
+    items[lru] = item;
+    lru
 }
 
 /// The byte ranges of a batch of `n` elements of `dtype` that [`Sample::of`] reads.
