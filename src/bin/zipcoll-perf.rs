@@ -18,7 +18,7 @@
 //! | busbw       | algbw x nccl-tests' factor: all_reduce 2(k-1)/k, all_gather, reduce_scatter and all_to_all (k-1)/k, the others 1 |
 //! | #wrong      | with `-c 1`: elements that differ from the scalar reference of the same reduction order (zipcoll is bit-exact, so any is a failure), summed over ranks; `N/A` with `-c 0` |
 //! | wire        | bytes on the wire per call over those of the same call with compression off (one untimed call), summed over ranks, frame headers included; `N/A` where the transport does not count them (P2P, SIM: only NET's proxies do) |
-//! | codec       | what rank 0's calls send: the forced codec, `raw` with compression off, or Auto's pick for this size and data (`Communicator::auto_plan`) |
+//! | codec       | what rank 0's calls send: the forced codec, `raw` with compression off, or Auto's pick for this size and data (`Communicator::auto_plan`; on a GPU Auto's checks may send some calls RAW where coding ran slower, which the wire ratio shows) |
 //! | compression | the setting the row ran with (`--compression` takes several, comma-separated: each size runs each in turn, on the same buffers and ranks) |
 //!
 //! With several settings the table ends with each one's time over the first's per size
