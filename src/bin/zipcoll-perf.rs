@@ -22,7 +22,8 @@
 //! | compression | the setting the row ran with (`--compression` takes several, comma-separated: each size runs each in turn, on the same buffers and ranks) |
 //!
 //! With several settings the table ends with each one's time over the first's per size
-//! (`# auto / off: ...`), ratios measured in one invocation.
+//! (`# auto / off: ...`), ratios measured in one invocation. `--plot FILE.png` draws busbw
+//! against size, a line per setting (`perf/plot.rs`).
 //!
 //! The ranks are as `zipcoll-comm`'s: one child process per rank on GPUs (`--ranks`, default
 //! one per GPU and at least 2), simulator threads without a GPU or with `--transport sim`.
@@ -33,7 +34,7 @@
 //! rank's input, and so the reference. `sendrecv` is nccl-tests' ring shift: each rank sends to
 //! the next and receives from the previous one, in one group. `--csv` and `--json` print the
 //! columns as values; on a terminal, a sweep of several sizes shows on stderr which size runs.
-//! Not yet here (issue 14): plots, NCCL in the same invocation, the coding breakdown.
+//! Not yet here (issue 14): NCCL in the same invocation, the coding breakdown.
 
 #[path = "across_ranks/mod.rs"]
 mod across_ranks;
@@ -41,6 +42,8 @@ mod across_ranks;
 mod common;
 #[path = "zipcoll/input.rs"]
 mod input;
+#[path = "perf/plot.rs"]
+mod plot;
 
 use across_ranks::across_ranks;
 use clap::{Parser, ValueEnum};
@@ -102,6 +105,9 @@ struct Cli {
     /// Comma-separated values, a header line then a line per size, instead of the table.
     #[arg(long)]
     csv: bool,
+    /// Draws busbw against size, a line per compression setting, into this PNG file.
+    #[arg(long, value_name = "FILE.png")]
+    plot: Option<PathBuf>,
     /// The inputs: `normal` (N(0,1) of each rank's seed) or `file:PATH` (a raw file of `-d`
     /// elements, or a `.safetensors` file's tensors of `-d`).
     #[arg(long, default_value = "normal", value_parser = parse_data)]
@@ -356,7 +362,43 @@ fn on_rank(comm: Communicator, cli: &Cli, pool: Option<&Pool>) -> Result<bool, E
             say!("{line}");
         }
     }
+    if let (0, Some(path)) = (rank, &cli.plot) {
+        let lines: Vec<plot::Line> = cli
+            .compression
+            .iter()
+            .map(|&c| plot::Line {
+                name: c.to_string(),
+                points: rows
+                    .iter()
+                    .filter(|r| r.compression == c)
+                    .map(|r| (r.size, bandwidths(cli, k, r).1))
+                    .collect(),
+            })
+            .collect();
+        let title = format!(
+            "{:?}, {k} ranks over {:?}, {}",
+            cli.coll,
+            comm.transport(),
+            input::dtype_name(cli.dtype)
+        );
+        let drawn = plot::draw(path, &title, &lines).map_err(|e| Error::Io {
+            what: "--plot".into(),
+            source: std::io::Error::other(e),
+        })?;
+        if let Some(warning) = drawn {
+            eprintln!("zipcoll-perf: {warning}");
+        }
+    }
     Ok(clean)
+}
+
+/// `row`'s algbw and busbw (GB/s) on `k` ranks.
+fn bandwidths(cli: &Cli, k: usize, row: &Row) -> (f64, f64) {
+    let algbw = match row.seconds > 0.0 {
+        true => row.size as f64 / row.seconds / 1e9,
+        false => 0.0,
+    };
+    (algbw, algbw * cli.coll.bus_factor(k))
 }
 
 /// The settings as `--compression` takes them.
@@ -575,13 +617,7 @@ const CSV_COLUMNS: [&str; 14] = [
 
 /// Rank 0's line (a table row, a JSON object or CSV values) for `row`.
 fn report(cli: &Cli, k: usize, row: &Row) {
-    let bytes = row.size as f64;
-    let algbw = if row.seconds > 0.0 {
-        bytes / row.seconds / 1e9
-    } else {
-        0.0
-    };
-    let busbw = algbw * cli.coll.bus_factor(k);
+    let (algbw, busbw) = bandwidths(cli, k, row);
     let dtype = input::dtype_name(cli.dtype);
     let redop = match cli.coll.reduces() {
         true => format!("{:?}", cli.op).to_ascii_lowercase(),

@@ -24,6 +24,7 @@
 //! | `comm_check_quick_reports_progress`     | `check --quick` narrowed by filters     | the plan line, a progress line per collective, exit 0 |
 //! | `bench_codec_usage_is_checked_first`    | `zipcoll-bench codec` with bad values  | exit 2 (usage) before it looks for a GPU        |
 //! | `perf_on_sim_sweeps_and_checks`         | `zipcoll-perf` on 3 thread ranks: all_reduce over 2 sizes, reduce to root 2 (f32 max, ExpAns), sendrecv as JSON, CSV at an odd count, three compression settings in one sweep, all_gather of a raw bf16 file | exit 0, a row per size (and setting) with nccl-tests' columns and #wrong 0, each setting's time over the first's; bad flags exit 2, a missing file 3 |
+//! | `perf_plots_a_line_per_setting`         | `zipcoll-perf --plot`, with the font found and with `ZIPCOLL_PLOT_FONT` unreadable | exit 0, a 960 x 600 PNG either way; without a font a warning that it has no text |
 
 use safetensors::tensor::TensorView;
 use safetensors::Dtype;
@@ -637,6 +638,57 @@ fn bench_codec_usage_is_checked_first() {
     for (args, message) in cases {
         fails_with(&tool(bench, args, &[]), 2, message);
     }
+}
+
+#[test]
+fn perf_plots_a_line_per_setting() {
+    let dir = TempDir::new("plot");
+    // the width and height in a PNG's header (IHDR, right after the signature)
+    let png_size = |path: &Path| {
+        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(bytes[..8], *b"\x89PNG\r\n\x1a\n", "a PNG");
+        let be = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+        (be(16), be(20))
+    };
+    let args = |png: &Path| {
+        vec![
+            "sendrecv".to_owned(),
+            "-b".into(),
+            "4K".into(),
+            "-e".into(),
+            "16K".into(),
+            "-f".into(),
+            "4".into(),
+            "--compression".into(),
+            "off,expans".into(),
+            "--plot".into(),
+            s(png).into(),
+            "--transport".into(),
+            "sim".into(),
+            "--ranks".into(),
+            "2".into(),
+            "-n".into(),
+            "1".into(),
+            "-w".into(),
+            "0".into(),
+        ]
+    };
+    let exe = env!("CARGO_BIN_EXE_zipcoll-perf");
+    let with_font = dir.path("with-font.png");
+    let a = args(&with_font);
+    success(&tool(exe, &a.iter().map(String::as_str).collect::<Vec<_>>(), &[]));
+    assert_eq!(png_size(&with_font), (960, 600));
+    let without = dir.path("without-font.png");
+    let a = args(&without);
+    let out = tool(
+        exe,
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+        &[("ZIPCOLL_PLOT_FONT", "/nonexistent/font.ttf")],
+    );
+    success(&out);
+    let (_, stderr) = text(&out);
+    assert!(stderr.contains("the plot has no text"), "{stderr}");
+    assert_eq!(png_size(&without), (960, 600));
 }
 
 /// Runs `zipcoll-perf` with `args` on 3 of the simulator's thread ranks, one warm-up call and one
