@@ -17,6 +17,7 @@
 
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
+use zipcoll_host::comm::calibration::Calibration;
 use zipcoll_host::comm::{run_sim, Communicator, Config, Data, DeviceBuffer, Options, TransportKind, UniqueId};
 use zipcoll_host::{Backend, DType, Error, ReduceOp};
 use zipcoll_primitives::conn::ConnError;
@@ -404,8 +405,9 @@ fn oop<'a>(src: &'a DeviceBuffer, dst: &'a mut DeviceBuffer) -> Data<'a> {
     Data::OutOfPlace { src, dst }
 }
 
-/// Ranks that disagree on the channel count (or the buffer size) fail init, every one of
-/// them, with `InvalidArgument`; a config that cannot work fails at once.
+/// Ranks that disagree on the channel count (or the buffer size, the transport, the
+/// calibration) fail init, every one of them, with `InvalidArgument`; a config that cannot work
+/// fails at once.
 #[test]
 fn mismatched_configs_fail_init_on_every_rank() {
     let k = 3;
@@ -416,6 +418,14 @@ fn mismatched_configs_fail_init_on_every_rank() {
         ),
         ("buffer_bytes", Box::new(|c: &mut Config| c.buffer_bytes *= 2)),
         ("transport", Box::new(|c: &mut Config| c.transport = TransportKind::Net)),
+        (
+            "calibration",
+            Box::new(|c: &mut Config| {
+                c.calibration = Some(
+                    Calibration::parse("transport = \"sim\"\nbandwidth_bytes_per_s = 1e9\nlatency_s = 0\n").unwrap(),
+                )
+            }),
+        ),
     ] {
         let id = UniqueId::new().unwrap();
         let results: Vec<_> = std::thread::scope(|s| {

@@ -1,10 +1,13 @@
-//! `zipcoll`: command-line tools over zipcoll's codecs.
+//! `zipcoll`: command-line tools over zipcoll's codecs and Auto's model.
 //!
 //! | command   | what it does                                                                      | exit status |
 //! |-----------|-----------------------------------------------------------------------------------|-------------|
 //! | `inspect` | per tensor of a file: each codec's ratio, round trip checked bit for bit, the order-0 exponent entropy bound, and the codec the arbitration picks for NVLink and for the network; with `--lossy`, a quantizer's ratios alone and with each coder, and its largest error | 0 all round trips equal (every element within the bound); 1 one differs (or broke the bound); 2 usage error; 3 the file or the GPU failed; 141 stdout closed early |
 //!
+//! | `calibrate` | the link's RAW bandwidth and latency and each codec's channel rates, measured by two ranks (GPU processes or simulator threads), into a TOML file that `ZIPCOLL_CALIBRATION` gives to communicators (`zipcoll/calibrate.rs`) | 0 written; 2 usage error; 3 a rank or the file failed |
+//!
 //! ```sh
+//! zipcoll calibrate --transport net --out net.toml          # then ZIPCOLL_CALIBRATION=net.toml
 //! zipcoll inspect weights.bin --dtype bf16                  # raw little-endian bf16
 //! zipcoll inspect model.safetensors                         # every float tensor, its own dtype
 //! zipcoll inspect model.safetensors --dtype bf16 --codec expans --gpu
@@ -24,6 +27,10 @@
 //! every tensor's dtype before anything is encoded. Exit statuses are those of every zipcoll
 //! tool (`src/bin/common`).
 
+#[path = "across_ranks/mod.rs"]
+mod across_ranks;
+#[path = "zipcoll/calibrate.rs"]
+mod calibrate;
 #[path = "common/mod.rs"]
 mod common;
 #[path = "zipcoll/input.rs"]
@@ -50,6 +57,10 @@ enum Command {
     /// Compression ratios, round trips, entropy bound and arbitration for the tensors of a file.
     #[command(after_help = common::EXIT_STATUSES)]
     Inspect(InspectArgs),
+    /// Measures the link's and the coders' rates on this machine for Auto's cost model, into a
+    /// file for ZIPCOLL_CALIBRATION.
+    #[command(after_help = common::EXIT_STATUSES)]
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 fn main() -> ExitCode {
@@ -62,5 +73,6 @@ fn main() -> ExitCode {
                     .into(),
             )),
         }),
+        Command::Calibrate(args) => calibrate::run(&args),
     })
 }

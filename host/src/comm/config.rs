@@ -13,6 +13,7 @@
 //! | `timeout`      | 60 s / 20 s                | `ZIPCOLL_TIMEOUT_MS`        | how long any wait for a peer may last, in ms (at least 1) |
 //! | `profile`      | off                        | `ZIPCOLL_PROFILE`           | `1`: time each call's plan upload and kernel on the device (CUDA events), read by `Communicator::call_times` |
 //! | `verify_p2p`   | off                        | `ZIPCOLL_VERIFY_P2P`        | `1`: verify RAW frames received over P2P against their checksum, as over NET and SIM (by default P2P's are used as delivered: ARCHITECTURE.md, "RAW over P2P") |
+//! | `calibration`  | none (the presets)         | `ZIPCOLL_CALIBRATION`       | a file `zipcoll calibrate` wrote: the link's and the coders' rates Auto decides with on the transport it measured (`calibration.rs`); every rank must load the same |
 //! | `net`          | [`NetConfig::default`]     | `ZIPCOLL_NET_NTHREADS`, `ZIPCOLL_NET_NSOCKS_PERTHREAD`, `ZIPCOLL_NET_MIN_PIECE`, `ZIPCOLL_NET_SOCKET_BUFFER`, `ZIPCOLL_NET_RATE_LIMIT` | writer threads and sockets per peer, the smallest piece of a striped frame, socket buffers, an optional rate limit |
 //!
 //! Memory: each rank holds, per peer and channel, one FIFO (`buffer_bytes`) and two staging
@@ -21,6 +22,7 @@
 //! per rank for 8 ranks with the GPU defaults). Bandwidth grows with `channels` (one warp each;
 //! BENCHMARKS.md has a sweep on 2 H200s: 256 channels move about 3x what 64 do).
 
+use super::calibration::Calibration;
 use crate::error::{Error, Result};
 use crate::transport::net::NetConfig;
 use std::fmt;
@@ -137,6 +139,9 @@ pub struct Config {
     /// path's check pass), as NET's and SIM's always are; by default they are used as delivered
     /// (ARCHITECTURE.md, "RAW over P2P"). Coded frames and frame headers are always verified.
     pub verify_p2p: bool,
+    /// Rates measured by `zipcoll calibrate`, which Auto's model then uses on the transport
+    /// they were measured on (`calibration.rs`); `None`: the presets.
+    pub calibration: Option<Calibration>,
     /// The NET transport's settings.
     pub net: NetConfig,
 }
@@ -154,6 +159,7 @@ impl Config {
             timeout: Duration::from_secs(60),
             profile: false,
             verify_p2p: false,
+            calibration: None,
             net: NetConfig::default(),
         }
     }
@@ -233,6 +239,10 @@ impl Config {
         }
         if let Some(nv) = set("ZIPCOLL_VERIFY_P2P") {
             self.verify_p2p = flag(nv)?;
+        }
+        if let Some(nv) = set("ZIPCOLL_CALIBRATION") {
+            self.calibration =
+                Some(Calibration::read(std::path::Path::new(nv.1.trim())).map_err(|e| bad(nv, reason(e)))?);
         }
         self.net = NetConfig::from_env_over(self.net)?;
         Ok(self)

@@ -107,8 +107,14 @@ fn fingerprint(backend: Backend, config: &Config) -> Vec<u8> {
         ONE_WARP => "warp",
         _ => "block",
     };
+    // Auto's size-only gate must decide alike on every rank: the same calibration, if any
+    let calibration = config.calibration.as_ref().map(|c| {
+        let mut c = c.clone();
+        c.about.clear();
+        c.to_toml()
+    });
     format!(
-        "{kind} {:?} {} {} {teams}",
+        "{kind} {:?} {} {} {teams} calibration {calibration:?}",
         config.transport, config.buffer_bytes, config.channels
     )
     .into_bytes()
@@ -262,7 +268,7 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
     let prints = b.allgather(&fingerprint(backend, config))?;
     if let Some(q) = prints.iter().position(|p| p != &prints[0]) {
         return Err(Error::InvalidArgument(format!(
-            "rank {q} runs {:?} but rank 0 runs {:?}: backends, transports, buffer sizes, channels and whether a channel is a warp must agree",
+            "rank {q} runs {:?} but rank 0 runs {:?}: backends, transports, buffer sizes, channels, whether a channel is a warp and the calibration must agree",
             String::from_utf8_lossy(&prints[q]),
             String::from_utf8_lossy(&prints[0])
         )));

@@ -64,6 +64,7 @@
 
 pub mod bootstrap;
 mod buffer;
+pub mod calibration;
 mod checks;
 mod config;
 mod connect;
@@ -719,11 +720,12 @@ impl Communicator {
         share.clamp(floor, max)
     }
 
-    /// The link model Auto decides with: the link's preset, capped at the NET rate limit if one
-    /// is set, and on a GPU with the coding rate of this communicator's channels (a block
-    /// channel's, [`TransportModel::with_block_coders`], or one warp's where channels are warps,
-    /// [`TransportModel::with_coders`]). The simulator keeps the presets' rates, so that Auto's
-    /// codecs run there.
+    /// The link model Auto decides with: the link's preset, on a GPU with the coding rate of
+    /// this communicator's channels (a block channel's, [`TransportModel::with_block_coders`],
+    /// or one warp's where channels are warps, [`TransportModel::with_coders`]); then the
+    /// rates of [`Config::calibration`] if it was measured on this transport; then capped at the
+    /// NET rate limit if one is set. The simulator keeps the presets' rates unless calibrated,
+    /// so that Auto's codecs run there.
     fn link_model(&self) -> TransportModel {
         let kind = self.links.kind();
         let link = match kind {
@@ -731,16 +733,21 @@ impl Communicator {
             // the simulator's in-process FIFOs stand in for a network
             _ => NET,
         };
-        let link = match (kind, self.config.net.rate_limit_bytes_per_s) {
-            (TransportKind::Net, Some(rate)) => link.with_bandwidth_cap(rate as f32),
-            _ => link,
-        };
-        match self.backend {
+        let channels = self.config.channels as u32;
+        let link = match self.backend {
             Backend::Sim | Backend::Sim64 => link,
             _ => match self.config.channel_threads {
-                plan::ONE_WARP => link.with_coders(self.config.channels as u32),
-                _ => link.with_block_coders(self.config.channels as u32),
+                plan::ONE_WARP => link.with_coders(channels),
+                _ => link.with_block_coders(channels),
             },
+        };
+        let measured = match &self.config.calibration {
+            Some(c) if c.kind().ok() == Some(kind) => c.apply(link),
+            _ => link,
+        };
+        match (kind, self.config.net.rate_limit_bytes_per_s) {
+            (TransportKind::Net, Some(rate)) => measured.with_bandwidth_cap(rate as f32),
+            _ => measured,
         }
     }
 
@@ -1318,6 +1325,35 @@ mod tests {
             Compression::Lossless(Lossless::Force(CodecId::ExpAns)),
             NVLINK
         ));
+    }
+
+    #[test]
+    fn a_calibration_replaces_the_presets_on_its_own_transport() {
+        let n = 1 << 16;
+        let data = crate::testdata::normal(DType::Bf16, n, 3);
+        let link_with = |transport: &str| {
+            let text = format!("transport = \"{transport}\"\nbandwidth_bytes_per_s = 1e6\nlatency_s = 0.5\n");
+            let config = Config {
+                calibration: Some(calibration::Calibration::parse(&text).unwrap()),
+                ..Config::sim()
+            };
+            run_sim(2, config, |comm| {
+                let mut buf = comm.alloc(data.len())?;
+                buf.copy_from_host(&data)?;
+                comm.auto_plan(&buf, n, DType::Bf16)
+            })
+            .unwrap()
+            .remove(0)
+        };
+        let measured = link_with("sim");
+        assert_eq!(
+            (measured.link.bandwidth_bytes_per_s, measured.link.latency_s),
+            (1e6, 0.5)
+        );
+        // at 1 MB/s with the presets' coders, coding pays
+        assert_ne!(measured.codec(), CodecId::Raw, "{measured:?}");
+        let other = link_with("net");
+        assert_eq!(other.link, NET, "a calibration of another transport is not used");
     }
 
     #[test]

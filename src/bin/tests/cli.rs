@@ -24,6 +24,7 @@
 //! | `comm_check_quick_reports_progress`     | `check --quick` narrowed by filters     | the plan line, a progress line per collective, exit 0 |
 //! | `bench_codec_usage_is_checked_first`    | `zipcoll-bench codec` with bad values  | exit 2 (usage) before it looks for a GPU        |
 //! | `perf_on_sim_sweeps_and_checks`         | `zipcoll-perf` on 3 thread ranks: all_reduce over 2 sizes, reduce to root 2 (f32 max, ExpAns), sendrecv as JSON, CSV at an odd count, three compression settings in one sweep, all_gather of a raw bf16 file | exit 0, a row per size (and setting) with nccl-tests' columns and #wrong 0, each setting's time over the first's; bad flags exit 2, a missing file 3 |
+//! | `calibrate_on_sim_changes_autos_choice` | `zipcoll calibrate` on 2 thread ranks, then `zipcoll-perf --compression auto` with and without `ZIPCOLL_CALIBRATION`; a missing file, bad flags | the file reads back with positive rates; Auto codes with the presets and sends RAW with the simulator's measured rates; exit 2 naming the variable or flag |
 //! | `perf_plots_a_line_per_setting`         | `zipcoll-perf --plot`, with the font found and with `ZIPCOLL_PLOT_FONT` unreadable | exit 0, a 960 x 600 PNG either way; without a font a warning that it has no text |
 
 use safetensors::tensor::TensorView;
@@ -637,6 +638,89 @@ fn bench_codec_usage_is_checked_first() {
     ];
     for (args, message) in cases {
         fails_with(&tool(bench, args, &[]), 2, message);
+    }
+}
+
+#[test]
+fn calibrate_on_sim_changes_autos_choice() {
+    let dir = TempDir::new("calibrate");
+    let file = dir.path("sim.toml");
+    let zipcoll = env!("CARGO_BIN_EXE_zipcoll");
+    let stdout = success(&tool(
+        zipcoll,
+        &[
+            "calibrate",
+            "--transport",
+            "sim",
+            "--ranks",
+            "2",
+            "--sizes",
+            "32K,256K",
+            "-n",
+            "1",
+            "--out",
+            s(&file),
+        ],
+        &[],
+    ));
+    assert!(stdout.contains("transport = \"sim\""), "{stdout}");
+    let written = std::fs::read_to_string(&file).unwrap();
+    let calibration = zipcoll::comm::calibration::Calibration::parse(&written).unwrap_or_else(|e| panic!("{e}"));
+    assert!(calibration.bandwidth_bytes_per_s > 0.0 && calibration.latency_s >= 0.0);
+    assert_eq!(
+        calibration.codecs.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["expans", "expwindow", "fixedlen", "huffman"]
+    );
+    // Auto's pick at 256 KiB of send/recv: a codec with the presets, RAW with the simulator's
+    // own (slow) coders
+    let auto_codec = |env: &[(&str, &str)]| {
+        let out = tool(
+            env!("CARGO_BIN_EXE_zipcoll-perf"),
+            &[
+                "sendrecv",
+                "-b",
+                "256K",
+                "-e",
+                "256K",
+                "--transport",
+                "sim",
+                "--ranks",
+                "2",
+                "-n",
+                "1",
+                "-w",
+                "0",
+                "--csv",
+            ],
+            env,
+        );
+        let stdout = success(&out);
+        stdout
+            .lines()
+            .nth(1)
+            .unwrap_or_default()
+            .split(',')
+            .nth(12)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_ne!(auto_codec(&[]), "raw");
+    assert_eq!(auto_codec(&[("ZIPCOLL_CALIBRATION", s(&file))]), "raw");
+    fails_with(
+        &tool(
+            env!("CARGO_BIN_EXE_zipcoll-perf"),
+            &["sendrecv", "-b", "4K", "-e", "4K", "--transport", "sim", "--ranks", "2"],
+            &[("ZIPCOLL_CALIBRATION", s(&dir.path("missing.toml")))],
+        ),
+        2,
+        "ZIPCOLL_CALIBRATION",
+    );
+    for (args, message) in [
+        (&["calibrate", "--sizes", "64M,4M"][..], "--sizes"),
+        (&["calibrate", "--codecs", "raw"][..], "codec name"),
+        (&["calibrate", "--transport", "auto"][..], "name the transport"),
+    ] {
+        fails_with(&tool(zipcoll, args, &[]), 2, message);
     }
 }
 
