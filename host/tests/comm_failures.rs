@@ -406,7 +406,7 @@ fn oop<'a>(src: &'a DeviceBuffer, dst: &'a mut DeviceBuffer) -> Data<'a> {
 }
 
 /// Ranks that disagree on the channel count (or the buffer size, the transport, the
-/// calibration) fail init, every one of them, with `InvalidArgument`; a config that cannot work
+/// calibration, the NET rate limit) fail init, every one of them, with `InvalidArgument`; a config that cannot work
 /// fails at once.
 #[test]
 fn mismatched_configs_fail_init_on_every_rank() {
@@ -418,6 +418,10 @@ fn mismatched_configs_fail_init_on_every_rank() {
         ),
         ("buffer_bytes", Box::new(|c: &mut Config| c.buffer_bytes *= 2)),
         ("transport", Box::new(|c: &mut Config| c.transport = TransportKind::Net)),
+        (
+            "rate limit",
+            Box::new(|c: &mut Config| c.net.rate_limit_bytes_per_s = Some(1 << 20)),
+        ),
         (
             "calibration",
             Box::new(|c: &mut Config| {

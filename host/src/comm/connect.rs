@@ -107,15 +107,17 @@ fn fingerprint(backend: Backend, config: &Config) -> Vec<u8> {
         ONE_WARP => "warp",
         _ => "block",
     };
-    // Auto's size-only gate must decide alike on every rank: the same calibration, if any
+    // Auto's size-only gate must decide alike on every rank (a rank that gates to RAW runs
+    // the RAW-only kernel, which cannot take a peer's coded frames): the same link model, so the
+    // same calibration, if any, and the same NET rate limit
     let calibration = config.calibration.as_ref().map(|c| {
         let mut c = c.clone();
         c.about.clear();
         c.to_toml()
     });
     format!(
-        "{kind} {:?} {} {} {teams} calibration {calibration:?}",
-        config.transport, config.buffer_bytes, config.channels
+        "{kind} {:?} {} {} {teams} calibration {calibration:?} rate limit {:?}",
+        config.transport, config.buffer_bytes, config.channels, config.net.rate_limit_bytes_per_s
     )
     .into_bytes()
 }
@@ -268,7 +270,7 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
     let prints = b.allgather(&fingerprint(backend, config))?;
     if let Some(q) = prints.iter().position(|p| p != &prints[0]) {
         return Err(Error::InvalidArgument(format!(
-            "rank {q} runs {:?} but rank 0 runs {:?}: backends, transports, buffer sizes, channels, whether a channel is a warp and the calibration must agree",
+            "rank {q} runs {:?} but rank 0 runs {:?}: backends, transports, buffer sizes, channels, whether a channel is a warp, the calibration and the NET rate limit must agree",
             String::from_utf8_lossy(&prints[q]),
             String::from_utf8_lossy(&prints[0])
         )));
