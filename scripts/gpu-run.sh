@@ -40,7 +40,8 @@
 # | one_gpu_bench | `zipcoll-comm bench` over P2P and NET (COMM_RANKS ranks, default 2; COMM_SIZES), then `zipcoll-bench tcp`: plain loopback TCP with 1, 2 and 8 streams and the NET proxies alone, the NET baseline of the same machine (no NCCL: it needs a GPU per rank) |
 # | net_sweep   | the NET proxies' threads x sockets per peer: for each `TxS` of NET_SWEEP (default 2x4 4x2 8x1 4x4 8x2 16x1), `zipcoll-bench tcp --streams 8 --net` (plain TCP with 8 streams and the proxies alone, no GPU) twice; then `zipcoll-comm bench --transport net` (COMM_SIZES, default 64M,1G) for each of NET_COMM_SWEEP (default 2x4 8x1) |
 # | perf_net    | `zipcoll-perf` over NET (COMM_RANKS ranks, default 2): all_reduce, all_gather and sendrecv at PERF_NET_SIZES (default `-b 64M -e 64M`), compression off and auto, for each ZIPCOLL_NET_RATE_LIMIT of PERF_NET_LIMITS (default `none 2G`); the wire column is measured there |
-# | perf_coded  | `zipcoll-perf` over each transport of CODED_TRANSPORTS (default `p2p net`; COMM_RANKS ranks, default 2): all_reduce, all_gather and sendrecv at CODED_SIZES (default `-b 64M -e 256M -f 4`), compression off, expans and auto, for each ZIPCOLL_NET_RATE_LIMIT of CODED_LIMITS (default `none`; NET only) |
+# | perf_coded  | `zipcoll-perf` over each transport of CODED_TRANSPORTS (default `p2p net`; COMM_RANKS ranks, default 2): all_reduce, all_gather and sendrecv at CODED_SIZES (default `-b 64M -e 256M -f 4`), compression off, expans and auto in one invocation each, for each ZIPCOLL_NET_RATE_LIMIT of CODED_LIMITS (default `none`; NET only) |
+# | calibrate   | `zipcoll calibrate` over NET (COMM_RANKS ranks, default 2) into $OUT/net-calibration.toml, then `zipcoll-perf` over NET (all_reduce, all_gather, sendrecv at AUTO_SIZES, default `-b 4M -e 256M -f 4`; off, auto, expans in one invocation) with the presets and with that calibration |
 # | perf        | `zipcoll-perf` over P2P (COMM_RANKS ranks, default 2) for each collective of PERF_COLLS (default all_reduce all_gather reduce_scatter all_to_all sendrecv), sizes PERF_SIZES (default 1M..1G by 4; `-b X -e X` for one), compression PERF_COMPRESSION (default off) |
 # | perf_odd    | `zipcoll-perf` over P2P: all_gather, reduce_scatter and all_to_all at 64 MiB and 256 MiB, and at 4 bytes more (counts of 2^k + 1 bf16 per rank: chunks that are not 16-byte aligned), compression off |
 # | channel_threads | `zipcoll-comm bench` over P2P (COMM_SIZES, default 1M,64M,1G) with each channel driven by ZIPCOLL_CHANNEL_THREADS of THREADS_SWEEP (default 32 128 256 512; 32 is the one-warp kernel), after `zipcoll-comm check --quick` over P2P with the default threads |
@@ -238,11 +239,18 @@ for step in $STEPS; do
         limits=none; [ "$t" = net ] && limits=${CODED_LIMITS:-none}
         for limit in $limits; do
           for c in all_reduce all_gather sendrecv; do
-            for comp in off expans auto; do
-              run "coded_${t}_${limit}_${c}_$comp" env ZIPCOLL_NET_RATE_LIMIT=$limit .gpu/bin/zipcoll-perf "$c" \
-                ${CODED_SIZES:--b 64M -e 256M -f 4} -n 5 -w 2 --ranks ${COMM_RANKS:-2} --transport $t --compression $comp
-            done
+            run "coded_${t}_${limit}_${c}" env ZIPCOLL_NET_RATE_LIMIT=$limit .gpu/bin/zipcoll-perf "$c" \
+              ${CODED_SIZES:--b 64M -e 256M -f 4} -n 5 -w 2 --ranks ${COMM_RANKS:-2} --transport $t --compression off,expans,auto
           done
+        done
+      done ;;
+    calibrate)
+      run calibrate_net .gpu/bin/zipcoll calibrate --transport net --ranks ${COMM_RANKS:-2} --out "$OUT/net-calibration.toml"
+      for cal in none calibrated; do
+        file=; [ "$cal" = calibrated ] && file=$OUT/net-calibration.toml
+        for c in all_reduce all_gather sendrecv; do
+          run "auto_${cal}_net_$c" env ZIPCOLL_CALIBRATION=$file .gpu/bin/zipcoll-perf "$c" ${AUTO_SIZES:--b 4M -e 256M -f 4} \
+            -n 5 -w 2 --ranks ${COMM_RANKS:-2} --transport net --compression off,auto,expans
         done
       done ;;
     perf)
