@@ -1,6 +1,7 @@
 //! Deterministic element data for tests, examples and benchmarks from a seeded generator:
 //! [`elements`] mixes mostly normal values of moderate magnitude with every kind of special
-//! value; [`normal`] draws N(0, 1) samples (what codec benchmarks compress).
+//! value; [`normal`] draws N(0, 1) samples (what codec benchmarks compress); [`uniform`] draws
+//! every bit pattern alike (what no codec compresses).
 //!
 //! [`elements`]:
 //!
@@ -135,6 +136,27 @@ pub fn elements(dtype: DType, n: usize, seed: u64) -> Vec<u8> {
     (0..n)
         .flat_map(|_| element(&f, &mut rng).to_le_bytes().into_iter().take(size))
         .collect()
+}
+
+/// `n` elements of `dtype` with every bit pattern equally likely (NaNs, infinities and
+/// subnormals included), as little-endian bytes, the same for the same `seed`: data no codec
+/// can shrink, on which compression must not cost (Auto sends it RAW).
+///
+/// ```
+/// use zipcoll_host::{testdata, DType};
+/// let x = testdata::uniform(DType::Bf16, 1000, 5);
+/// assert_eq!(x.len(), 2000);
+/// assert_eq!(x, testdata::uniform(DType::Bf16, 1000, 5));
+/// assert_ne!(x, testdata::uniform(DType::Bf16, 1000, 6));
+/// ```
+pub fn uniform(dtype: DType, n: usize, seed: u64) -> Vec<u8> {
+    let mut rng = Rng::new(seed);
+    let mut bytes: Vec<u8> = std::iter::repeat_with(|| rng.next_u64().to_le_bytes())
+        .take((n * dtype.size_bytes()).div_ceil(8))
+        .flatten()
+        .collect();
+    bytes.truncate(n * dtype.size_bytes());
+    bytes
 }
 
 /// `n` samples of N(0, 1) (Box-Muller over [`Rng`]) rounded to `dtype` (round to nearest even,

@@ -27,7 +27,8 @@
 //!
 //! The ranks are as `zipcoll-comm`'s: one child process per rank on GPUs (`--ranks`, default
 //! one per GPU and at least 2), simulator threads without a GPU or with `--transport sim`.
-//! Every rank's input is `zipcoll::testdata::normal` of its own seed (`--data normal`), or
+//! Every rank's input is `zipcoll::testdata::normal` of its own seed (`--data normal`),
+//! `zipcoll::testdata::uniform` (`--data random`: every bit pattern alike, incompressible), or
 //! real data (`--data file:PATH`: raw little-endian elements of `-d`, or a `.safetensors` file
 //! whose tensors of `-d` are taken in file order): rank `r` reads it from `r / k` of the way in,
 //! wrapping around, so that ranks hold different parts. Either way each rank can compute every
@@ -108,8 +109,9 @@ struct Cli {
     /// Draws busbw against size, a line per compression setting, into this PNG file.
     #[arg(long, value_name = "FILE.png")]
     plot: Option<PathBuf>,
-    /// The inputs: `normal` (N(0,1) of each rank's seed) or `file:PATH` (a raw file of `-d`
-    /// elements, or a `.safetensors` file's tensors of `-d`).
+    /// The inputs: `normal` (N(0,1) of each rank's seed), `random` (every bit pattern alike:
+    /// data that does not compress) or `file:PATH` (a raw file of `-d` elements, or a
+    /// `.safetensors` file's tensors of `-d`).
     #[arg(long, default_value = "normal", value_parser = parse_data)]
     data: Source,
 }
@@ -118,14 +120,16 @@ struct Cli {
 #[derive(Clone, Debug)]
 enum Source {
     Normal,
+    Random,
     File(PathBuf),
 }
 
 fn parse_data(s: &str) -> Result<Source, String> {
     match s.split_once(':') {
         _ if s == "normal" => Ok(Source::Normal),
+        _ if s == "random" => Ok(Source::Random),
         Some(("file", path)) if !path.is_empty() => Ok(Source::File(PathBuf::from(path))),
-        _ => Err(format!("{s:?}: expected normal or file:PATH")),
+        _ => Err(format!("{s:?}: expected normal, random or file:PATH")),
     }
 }
 
@@ -319,7 +323,11 @@ fn on_rank(comm: Communicator, cli: &Cli, pool: Option<&Pool>) -> Result<bool, E
             settings(&cli.compression),
             cli.iters,
             cli.warmup,
-            pool.map_or("N(0,1)", |p| p.about.as_str())
+            match (pool, &cli.data) {
+                (Some(p), _) => p.about.as_str(),
+                (None, Source::Random) => "uniform random bits",
+                (None, _) => "N(0,1)",
+            }
         );
         say!(
             "# {:>12} {:>12} {:>7} {:>6} {:>5} {:>11} {:>9} {:>9} {:>7} {:>6} {:>10} {:>11}",
@@ -431,9 +439,10 @@ fn ratios(compression: &[Compression], rows: &[Row]) -> Vec<String> {
 /// Times (and checks) one size, once per compression setting, on the same buffers.
 fn one_size(comm: &Communicator, cli: &Cli, pool: Option<&Pool>, size: u64, shape: Shape) -> Result<Vec<Row>, Error> {
     let (rank, k, elem) = (comm.rank(), comm.nranks(), cli.dtype.size_bytes());
-    let input = |r: usize| match pool {
-        Some(p) => p.input(elem, shape.input, r, k),
-        None => testdata::normal(cli.dtype, shape.input, 1000 + r as u64),
+    let input = |r: usize| match (pool, &cli.data) {
+        (Some(p), _) => p.input(elem, shape.input, r, k),
+        (None, Source::Random) => testdata::uniform(cli.dtype, shape.input, 1000 + r as u64),
+        (None, _) => testdata::normal(cli.dtype, shape.input, 1000 + r as u64),
     };
     let mut src = comm.alloc((shape.input * elem).max(1))?;
     src.copy_from_host(&input(rank))?;

@@ -23,7 +23,7 @@
 //! | `comm_env_sizes_take_suffixes`          | `ZIPCOLL_BUFFER_BYTES=128K`            | accepted, the check passes                      |
 //! | `comm_check_quick_reports_progress`     | `check --quick` narrowed by filters     | the plan line, a progress line per collective, exit 0 |
 //! | `bench_codec_usage_is_checked_first`    | `zipcoll-bench codec` with bad values  | exit 2 (usage) before it looks for a GPU        |
-//! | `perf_on_sim_sweeps_and_checks`         | `zipcoll-perf` on 3 thread ranks: all_reduce over 2 sizes, reduce to root 2 (f32 max, ExpAns), sendrecv as JSON, CSV at an odd count, three compression settings in one sweep, all_gather of a raw bf16 file | exit 0, a row per size (and setting) with nccl-tests' columns and #wrong 0, each setting's time over the first's; bad flags exit 2, a missing file 3 |
+//! | `perf_on_sim_sweeps_and_checks`         | `zipcoll-perf` on 3 thread ranks: all_reduce over 2 sizes, reduce to root 2 (f32 max, ExpAns), sendrecv as JSON, CSV at an odd count, random bits under Auto, three compression settings in one sweep, all_gather of a raw bf16 file | exit 0, a row per size (and setting) with nccl-tests' columns and #wrong 0, each setting's time over the first's; bad flags exit 2, a missing file 3 |
 //! | `calibrate_on_sim_changes_autos_choice` | `zipcoll calibrate` on 2 thread ranks, then `zipcoll-perf --compression auto` with and without `ZIPCOLL_CALIBRATION`; a missing file, bad flags | the file reads back with positive rates; Auto codes with the presets and sends RAW with the simulator's measured rates; exit 2 naming the variable or flag |
 //! | `perf_plots_a_line_per_setting`         | `zipcoll-perf --plot`, with the font found and with `ZIPCOLL_PLOT_FONT` unreadable | exit 0, a 960 x 600 PNG either way; without a font a warning that it has no text |
 
@@ -862,6 +862,22 @@ fn perf_on_sim_sweeps_and_checks() {
         ("AllGather", "3", "12006", "2001", "0", "N/A", "raw", "off"),
         "{stdout}"
     );
+    // data that does not compress (every bit pattern, NaNs included): bit-exact, and Auto
+    // sends it RAW
+    let stdout = success(&perf(&[
+        "all_reduce",
+        "-b",
+        "64K",
+        "-e",
+        "64K",
+        "--data",
+        "random",
+        "--csv",
+        "--compression",
+        "auto",
+    ]));
+    let cols: Vec<&str> = stdout.lines().nth(1).unwrap_or_default().split(',').collect();
+    assert_eq!((cols[10], cols[12], cols[13]), ("0", "raw", "auto"), "{stdout}");
     // several settings: a row per size and setting, in the order given, then each setting's
     // time over the first's
     let stdout = success(&perf(&[
@@ -968,6 +984,6 @@ fn perf_on_sim_sweeps_and_checks() {
     fails_with(
         &perf(&["all_reduce", "--data", "weights"]),
         2,
-        "expected normal or file:PATH",
+        "expected normal, random or file:PATH",
     );
 }
