@@ -41,7 +41,7 @@
 # | net_sweep   | the NET proxies' threads x sockets per peer: for each `TxS` of NET_SWEEP (default 2x4 4x2 8x1 4x4 8x2 16x1), `zipcoll-bench tcp --streams 8 --net` (plain TCP with 8 streams and the proxies alone, no GPU) twice; then `zipcoll-comm bench --transport net` (COMM_SIZES, default 64M,1G) for each of NET_COMM_SWEEP (default 2x4 8x1) |
 # | perf_net    | `zipcoll-perf` over NET (COMM_RANKS ranks, default 2): all_reduce, all_gather and sendrecv at PERF_NET_SIZES (default `-b 64M -e 64M`), compression off and auto, for each ZIPCOLL_NET_RATE_LIMIT of PERF_NET_LIMITS (default `none 2G`); the wire column is measured there |
 # | perf_coded  | `zipcoll-perf` over each transport of CODED_TRANSPORTS (default `p2p net`; COMM_RANKS ranks, default 2): all_reduce, all_gather and sendrecv at CODED_SIZES (default `-b 64M -e 256M -f 4`), compression off, expans and auto in one invocation each, for each ZIPCOLL_NET_RATE_LIMIT of CODED_LIMITS (default `none`; NET only) |
-# | calibrate   | `zipcoll calibrate` over NET (COMM_RANKS ranks, default 2) into $OUT/net-calibration.toml, then `zipcoll-perf` over NET (all_reduce, all_gather, sendrecv at AUTO_SIZES, default `-b 4M -e 256M -f 4`; off, auto, expans in one invocation) with the presets and with that calibration |
+# | calibrate   | `zipcoll calibrate` over NET (COMM_RANKS ranks, default 2) into $OUT/net-calibration.toml, then `zipcoll-perf` over NET (all_reduce, all_gather, sendrecv at AUTO_SIZES, default `-b 4M -e 256M -f 4`; off, auto, expans in one invocation) with the presets and with that calibration; Auto on data that does not compress (`--data random`) |
 # | perf        | `zipcoll-perf` over P2P (COMM_RANKS ranks, default 2) for each collective of PERF_COLLS (default all_reduce all_gather reduce_scatter all_to_all sendrecv), sizes PERF_SIZES (default 1M..1G by 4; `-b X -e X` for one), compression PERF_COMPRESSION (default off) |
 # | perf_odd    | `zipcoll-perf` over P2P: all_gather, reduce_scatter and all_to_all at 64 MiB and 256 MiB, and at 4 bytes more (counts of 2^k + 1 bf16 per rank: chunks that are not 16-byte aligned), compression off |
 # | channel_threads | `zipcoll-comm bench` over P2P (COMM_SIZES, default 1M,64M,1G) with each channel driven by ZIPCOLL_CHANNEL_THREADS of THREADS_SWEEP (default 32 128 256 512; 32 is the one-warp kernel), after `zipcoll-comm check --quick` over P2P with the default threads |
@@ -252,7 +252,9 @@ for step in $STEPS; do
           run "auto_${cal}_net_$c" env ZIPCOLL_CALIBRATION=$file .gpu/bin/zipcoll-perf "$c" ${AUTO_SIZES:--b 4M -e 256M -f 4} \
             -n 5 -w 2 --ranks ${COMM_RANKS:-2} --transport net --compression off,auto,expans
         done
-      done ;;
+      done
+      run auto_random_net .gpu/bin/zipcoll-perf all_reduce -b 64M -e 64M -n 5 -w 2 --ranks ${COMM_RANKS:-2} \
+        --transport net --compression off,auto --data random ;;
     perf)
       for c in ${PERF_COLLS:-all_reduce all_gather reduce_scatter all_to_all sendrecv}; do
         run "perf_$c" .gpu/bin/zipcoll-perf "$c" ${PERF_SIZES:--b 1M -e 1G -f 4} --ranks ${COMM_RANKS:-2} --transport p2p \
