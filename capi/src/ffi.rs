@@ -6,7 +6,9 @@ use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
-use zipcoll_host::comm::{Algorithm, Communicator, Config, Data, DeviceBuffer, DeviceSlice, Options, UniqueId};
+use zipcoll_host::comm::{
+    Algorithm, CallStream, Communicator, Config, Data, DeviceBuffer, DeviceSlice, Options, UniqueId,
+};
 use zipcoll_host::{Backend, DType, Error, ReduceOp};
 
 /// A call's outcome (NCCL's `ncclResult_t` values).
@@ -357,6 +359,8 @@ struct Pending {
     recv: *mut c_void,
     count: usize,
     dtype: DType,
+    /// The caller's stream (NULL: none).
+    stream: *mut c_void,
 }
 
 #[derive(Clone, Copy)]
@@ -488,11 +492,56 @@ fn data<'b>(
     )
 }
 
-/// Runs one communicator's calls of a group as one `Group`.
+/// Runs one communicator's calls of a group as one `Group`, ordered with their stream (see the
+/// crate docs).
 ///
 /// # Safety
-/// The calls' pointers are the caller's memory of the sizes they imply.
+/// The calls' pointers are the caller's memory of the sizes they imply; their streams are NULL
+/// or CUDA streams of the communicator's context.
 unsafe fn launch_group(comm: &Communicator, calls: &[Pending]) -> Result<(), Error> {
+    let mut streams: Vec<*mut c_void> = calls.iter().map(|p| p.stream).filter(|s| !s.is_null()).collect();
+    streams.dedup();
+    let stream = match (comm.backend().is_sim(), &streams[..]) {
+        (true, _) | (false, []) => None,
+        // SAFETY: the caller's contract: a live stream of the communicator's context.
+        (false, [one]) => Some(unsafe { CallStream::from_raw(one.cast()) }),
+        (false, several) => {
+            // calls on several streams: the host waits for them, and for the group
+            for &s in several {
+                // SAFETY: the caller's contract.
+                unsafe { wait_on_host(s) }?;
+            }
+            // SAFETY: the caller's contract.
+            unsafe { launch_group_on(comm, calls, None) }?;
+            return comm.synchronize();
+        }
+    };
+    // SAFETY: the caller's contract.
+    unsafe { launch_group_on(comm, calls, stream) }
+}
+
+/// Waits on the host for the work enqueued on `stream` so far.
+///
+/// # Safety
+/// `stream` is a live CUDA stream.
+unsafe fn wait_on_host(stream: *mut c_void) -> Result<(), Error> {
+    use zipcoll_host::cudarc::driver::sys;
+    // SAFETY: the caller's contract.
+    let r = unsafe { sys::cuStreamSynchronize(stream.cast()) };
+    match r {
+        sys::CUresult::CUDA_SUCCESS => Ok(()),
+        _ => Err(Error::Cuda {
+            call: "cuStreamSynchronize",
+            message: format!("{r:?}"),
+        }),
+    }
+}
+
+/// [`launch_group`] with the group ordered with `stream` alone.
+///
+/// # Safety
+/// As [`launch_group`].
+unsafe fn launch_group_on(comm: &Communicator, calls: &[Pending], stream: Option<CallStream>) -> Result<(), Error> {
     // SAFETY: the caller's contract.
     let mut bufs = calls
         .iter()
@@ -516,7 +565,10 @@ unsafe fn launch_group(comm: &Communicator, calls: &[Pending]) -> Result<(), Err
             Op::Broadcast(root) => g.broadcast(data(comm, p, send, recv)?, p.count, p.dtype, root)?,
         }
     }
-    g.launch(Options::default())
+    g.launch(Options {
+        stream,
+        ..Options::default()
+    })
 }
 
 /// A call: queued in an open group, else run now as a group of one, ordered with `stream`
@@ -547,28 +599,14 @@ unsafe fn call(
             recv,
             count,
             dtype: dtype(datatype)?,
+            stream,
         };
         if GROUP.with(|g| g.borrow().0 > 0) {
             GROUP.with(|g| g.borrow_mut().1.push(p));
             return Ok(());
         }
-        let ordered = !stream.is_null() && !c.comm.backend().is_sim();
-        if ordered {
-            // SAFETY: the caller's contract: a CUDA stream of this process.
-            let r = unsafe { zipcoll_host::cudarc::driver::sys::cuStreamSynchronize(stream.cast()) };
-            if r != zipcoll_host::cudarc::driver::sys::CUresult::CUDA_SUCCESS {
-                return Err(Error::Cuda {
-                    call: "cuStreamSynchronize",
-                    message: format!("{r:?}"),
-                });
-            }
-        }
         // SAFETY: the caller's contract.
-        unsafe { launch_group(&c.comm, &[p]) }?;
-        match ordered {
-            true => c.comm.synchronize(),
-            false => Ok(()),
-        }
+        unsafe { launch_group(&c.comm, &[p]) }
     })
 }
 

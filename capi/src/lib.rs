@@ -10,10 +10,12 @@
 //! | `zcclGroupStart`, `zcclGroupEnd` | a `Group` per communicator, launched at the outermost `zcclGroupEnd` |
 //! | `zcclCommSplit`, `zcclCommFinalize`, `zcclCommDestroy`, `zcclCommAbort`, `zcclCommGetAsyncError` | `split`, `synchronize`, drop, `abort` then drop, `async_error` |
 //!
-//! Streams: zipcoll does not yet enqueue on a caller's stream (its calls run on the
-//! communicator's own). A call given a non-null `stream` on a GPU waits for that stream before
-//! it starts and for itself before it returns, so stream order holds, at the cost of blocking
-//! the host; the simulator ignores `stream`.
+//! Streams: a call given a non-null `stream` on a GPU is ordered with it as NCCL's are (it
+//! runs after the work enqueued on the stream before it, and work enqueued on the stream after
+//! it runs after it), without blocking the host: it runs on the communicator's own stream,
+//! joined to the caller's by two events (`Options::stream`). A group whose calls name
+//! different streams waits for them on the host and for itself before `zcclGroupEnd` returns.
+//! The simulator ignores `stream`.
 //!
 //! Every function returns a [`zcclResult_t`]; no panic crosses the ABI (one is
 //! `zcclInternalError`), and `zcclGetLastError` gives the message of a communicator's last

@@ -9,6 +9,7 @@
 //! | [`DeviceAlloc::copy_from_pinned_async`] | `cuMemcpyHtoDAsync` | a call's plan, from its pinned image to its device scratch, on the stream |
 //! | [`copy_to_host_async`] | `cuMemcpyDtoHAsync` | Auto's sample of a call's input, on the stream |
 //! | [`set_word_async`] | `cuMemsetD32Async`                              | raising the abort word in rank 0's mapped control block (P2P) |
+//! | [`wait_for_stream`], [`order_after`] | `cuEventRecord`, `cuStreamWaitEvent` | a call ordered with the caller's stream (`Options::stream`) |
 //! | [`device_of`]   | `cuPointerGetAttribute`                             | which GPU a call's buffer is on             |
 //! | [`visible_uuids`] | `cuDeviceGetCount`, `cuDeviceGet`, `cuDeviceGetUuid` | the topology: GPUs by UUID, not ordinal  |
 //!
@@ -16,7 +17,7 @@
 
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
-use cudarc::driver::{CudaContext, CudaStream};
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
 use std::sync::Arc;
 
 /// A driver status as a typed error.
@@ -307,6 +308,37 @@ pub unsafe fn set_word_async(stream: &CudaStream, ptr: u64, value: u32) -> Resul
     // SAFETY: the caller guarantees the address for one u32 on this stream's context.
     check("cuMemsetD32Async", unsafe {
         sys::cuMemsetD32Async(ptr, value, 1, stream.cu_stream())
+    })
+}
+
+/// Orders `stream` after `from`, a stream of the caller's: records `event` (of `stream`'s
+/// context) on `from` and makes `stream` wait for it (`cuEventRecord`, `cuStreamWaitEvent`).
+/// Work enqueued on `stream` afterwards runs after the work enqueued on `from` before. The
+/// event may be recorded again at once: a wait holds on to the record it saw.
+///
+/// # Safety
+/// `from` is a live stream of `stream`'s context (not the legacy default stream of another).
+pub unsafe fn wait_for_stream(stream: &CudaStream, from: sys::CUstream, event: &CudaEvent) -> Result<()> {
+    bind(stream.context())?;
+    // SAFETY: the caller guarantees `from`; `event` is live and of this context.
+    check("cuEventRecord", unsafe { sys::cuEventRecord(event.cu_event(), from) })?;
+    // SAFETY: both handles are live.
+    check("cuStreamWaitEvent", unsafe {
+        sys::cuStreamWaitEvent(stream.cu_stream(), event.cu_event(), 0)
+    })
+}
+
+/// Orders `to`, a stream of the caller's, after the work enqueued on `stream` so far: records
+/// `event` on `stream` and makes `to` wait for it.
+///
+/// # Safety
+/// As [`wait_for_stream`]: `to` is a live stream of `stream`'s context.
+pub unsafe fn order_after(to: sys::CUstream, stream: &CudaStream, event: &CudaEvent) -> Result<()> {
+    bind(stream.context())?;
+    event.record(stream).map_err(crate::cuda::cuda_error("cuEventRecord"))?;
+    // SAFETY: the caller guarantees `to`; `event` is live and of its context.
+    check("cuStreamWaitEvent", unsafe {
+        sys::cuStreamWaitEvent(to, event.cu_event(), 0)
     })
 }
 

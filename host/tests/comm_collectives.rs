@@ -226,6 +226,7 @@ fn options(case: &Case) -> Options {
             Kind::TwoShot => Algorithm::TwoShot,
             _ => Algorithm::Ring,
         },
+        ..Options::default()
     }
 }
 

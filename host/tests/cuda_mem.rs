@@ -97,3 +97,53 @@ fn a_communicator_runs_on_a_non_blocking_stream_of_its_own() {
     assert_eq!(buf.to_host().unwrap(), x, "one rank's sum is its input");
     comm.synchronize().unwrap();
 }
+
+/// A call given the caller's stream (`Options::stream`) is ordered with it both ways, as
+/// NCCL's: it reads its input after the caller's fill, enqueued behind a gigabyte of memsets
+/// on that stream, and the caller's read of the output, enqueued on that stream right after the
+/// call (without the communicator's synchronize), sees the sum. Either join missing reads
+/// zeros.
+#[test]
+fn a_call_is_ordered_with_the_callers_stream() {
+    use zipcoll_host::comm::{CallStream, Communicator, Config, Data, DeviceSlice, Options};
+    use zipcoll_host::cudarc::driver::{sys, CudaContext, DevicePtr};
+    use zipcoll_host::{Backend, DType, ReduceOp};
+    let Some(_gpu) = gpu() else { return };
+    let comm = Communicator::init_all(&[Backend::Cuda { ordinal: 0 }], Config::gpu())
+        .unwrap()
+        .remove(0);
+    let caller = CudaContext::new(0).unwrap().new_stream().unwrap();
+    let n = 1 << 22;
+    let mut src = caller.alloc_zeros::<f32>(n).unwrap();
+    let mut dst = caller.alloc_zeros::<f32>(n).unwrap();
+    let mut busy = caller.alloc_zeros::<u8>(1 << 30).unwrap();
+    caller.synchronize().unwrap();
+    for _ in 0..8 {
+        caller.memset_zeros(&mut busy).unwrap();
+    }
+    {
+        let (ptr, _record) = src.device_ptr(&caller);
+        // SAFETY: `ptr` holds `n` f32 of the caller's stream's context, alive past the memset.
+        let r = unsafe { sys::cuMemsetD32Async(ptr, 1.0f32.to_bits(), n, caller.cu_stream()) };
+        assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
+    }
+    let opts = Options {
+        // SAFETY: a live stream of the communicator's context (device 0's primary context),
+        // alive until the end of the test
+        stream: Some(unsafe { CallStream::from_raw(caller.cu_stream()) }),
+        ..Options::default()
+    };
+    {
+        let src_view = DeviceSlice::cuda(&mut src);
+        let mut dst_view = DeviceSlice::cuda(&mut dst);
+        let data = Data::OutOfPlace {
+            src: &src_view,
+            dst: &mut dst_view,
+        };
+        comm.all_reduce(data, n, DType::F32, ReduceOp::Sum, opts).unwrap();
+    }
+    let got = caller.clone_dtoh(&dst).unwrap();
+    let wrong = got.iter().filter(|&&x| x != 1.0).count();
+    assert_eq!(wrong, 0, "{wrong} of {n} elements are not the one rank's 1.0");
+    comm.synchronize().unwrap();
+}

@@ -58,8 +58,10 @@ unsafe impl Sync for Mem {}
 ///
 /// Calls are asynchronous: the memory must stay allocated and untouched by others until the
 /// communicator's next [`crate::comm::Communicator::synchronize`], as NCCL's buffers until the
-/// stream synchronizes. The communicator's calls are not ordered with work on other streams:
-/// synchronize the stream that wrote the memory before the call.
+/// stream synchronizes. A call is ordered with the caller's stream given as
+/// [`crate::comm::Options::stream`] (NCCL's `stream` argument); without one, with the
+/// communicator's stream alone: then synchronize the stream that wrote the memory before the
+/// call, and the communicator before reading its output elsewhere.
 ///
 /// [`DeviceBuffer::copy_from_host`] and [`DeviceBuffer::to_host`] work on host views; a
 /// device view's owner copies with its own API (an [`Error::InvalidArgument`] otherwise).
@@ -111,7 +113,7 @@ impl<'a> DeviceSlice<'a> {
     /// let stream = CudaContext::new(0)?.default_stream();
     /// let n = 1 << 20;
     /// let mut grads = stream.alloc_zeros::<u16>(n)?; // bf16 bits, written by the caller's kernels
-    /// // the communicator's calls are not ordered with the caller's stream
+    /// // ordered with the caller's stream only when given as Options::stream
     /// stream.synchronize()?;
     /// let mut view = DeviceSlice::cuda(&mut grads);
     /// comm.all_reduce(Data::InPlace(&mut view), n, DType::Bf16, ReduceOp::Sum, Options::default())?;
@@ -124,7 +126,7 @@ impl<'a> DeviceSlice<'a> {
         let bytes = slice.num_bytes();
         let stream = std::sync::Arc::clone(slice.stream());
         // the guard records the slice's use on its own stream; the communicator's calls are
-        // ordered by the caller (see the type's docs)
+        // ordered by the caller, or by `Options::stream` (see the type's docs)
         let (ptr, _record) = slice.device_ptr_mut(&stream);
         DeviceSlice::view(ptr as *mut u8, bytes, false)
     }

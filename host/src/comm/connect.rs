@@ -27,6 +27,7 @@ use super::fabric::{Fabric, FifoLayout};
 use super::inflight::InFlight;
 use super::plan::{ChannelTeam, Plan, ONE_WARP};
 use super::samples::Samples;
+use super::CallStream;
 use super::{Bootstrap, UniqueId};
 use crate::backend::Backend;
 use crate::cuda::{cuda_error, CudaGpu};
@@ -36,7 +37,7 @@ use crate::error::{Error, Result};
 use crate::transport::host_mem::{HostBytes, HostWords};
 use crate::transport::net::{AbortWord, NetConfig, NetListener, NetTransport, RawFifo};
 use crate::transport::sim::{self as sim_transport, SimEndpoint};
-use cudarc::driver::CudaStream;
+use cudarc::driver::{CudaEvent, CudaStream};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -86,6 +87,9 @@ pub(crate) enum Engine {
         abort: PinnedHost,
         /// Auto's samples, copied on `stream`.
         samples: Mutex<Samples<PinnedSampleCopy>>,
+        /// Events that order a call with its caller's stream ([`Links::join_caller`]), used
+        /// under the calls' lock.
+        joins: [CudaEvent; 2],
     },
 }
 
@@ -344,11 +348,17 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
             let slots = (0..config.max_inflight)
                 .map(|_| Slot::new(gpu, &stream, bytes, config.profile))
                 .collect::<Result<Vec<_>>>()?;
+            let event = || {
+                gpu.context()
+                    .new_event(None)
+                    .map_err(crate::cuda::cuda_error("cuEventCreate"))
+            };
             let engine = Engine::Cuda {
                 gpu: Arc::clone(gpu),
-                stream,
                 abort,
                 samples: Mutex::new(Samples::new()),
+                joins: [event()?, event()?],
+                stream,
             };
             (engine, ptr, slots)
         }
@@ -806,6 +816,25 @@ impl Links {
                     .unwrap_or_else(PoisonError::into_inner)
                     .sample(dtype, src as u64, n, fresh, || PinnedSampleCopy::new(stream))
             }
+        }
+    }
+
+    /// Orders the calls enqueued from now on after the work enqueued on the caller's `stream`
+    /// so far (`Options::stream`); with `after`, orders the work the caller enqueues on
+    /// `stream` from now on after the calls enqueued so far instead. Call both around a call's
+    /// enqueue, holding the calls' lock. The simulator has no streams: an
+    /// [`Error::InvalidArgument`].
+    pub fn join_caller(&self, stream: CallStream, after: bool) -> Result<()> {
+        match &self.engine {
+            Engine::Sim { .. } => Err(Error::InvalidArgument(
+                "a CUDA stream (Options::stream) for a call on the simulator, which has none".into(),
+            )),
+            Engine::Cuda { stream: own, joins, .. } => match after {
+                // SAFETY: `CallStream::from_raw`'s contract: a live stream of this context.
+                false => unsafe { crate::cuda_mem::wait_for_stream(own, stream.raw(), &joins[0]) },
+                // SAFETY: as above.
+                true => unsafe { crate::cuda_mem::order_after(stream.raw(), own, &joins[1]) },
+            },
         }
     }
 

@@ -111,6 +111,47 @@ pub struct Options {
     pub compression: Option<Compression>,
     /// All_reduce's algorithm.
     pub algorithm: Algorithm,
+    /// A stream of the caller's that the call is ordered with, as NCCL's `stream` argument
+    /// (`None`: the communicator's stream alone orders it; the simulator takes none).
+    pub stream: Option<CallStream>,
+}
+
+/// A CUDA stream of the caller's that a call is ordered with ([`Options::stream`]): the call
+/// runs after the work enqueued on it before the call, and work enqueued on it after the call
+/// returns runs after the call, as if the call were enqueued on it (NCCL's semantics). The
+/// call itself runs on the communicator's stream, joined to this one by two events.
+///
+/// ```no_run
+/// # use zipcoll_host::comm::{CallStream, Communicator, Data, Options};
+/// # use zipcoll_host::{DType, ReduceOp};
+/// # fn f(comm: &Communicator, mine: &zipcoll_host::cudarc::driver::CudaStream, buf: &mut zipcoll_host::comm::DeviceBuffer) -> zipcoll_host::Result<()> {
+/// let opts = Options {
+///     // SAFETY: `mine` is a live stream of the communicator's context, alive during the call
+///     stream: Some(unsafe { CallStream::from_raw(mine.cu_stream()) }),
+///     ..Options::default()
+/// };
+/// comm.all_reduce(Data::InPlace(buf), 1024, DType::F32, ReduceOp::Sum, opts)?;
+/// mine.synchronize().map_err(zipcoll_host::cuda::cuda_error("cuStreamSynchronize"))?; // the sum is in `buf`
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallStream(usize);
+
+impl CallStream {
+    /// The stream `stream` (a `CUstream`; cudarc's `CudaStream::cu_stream`).
+    ///
+    /// # Safety
+    /// `stream` is a live CUDA stream of the context of the communicators it is given to
+    /// (created on their device, not the legacy default stream), and stays live until every
+    /// call given it has returned.
+    pub unsafe fn from_raw(stream: cudarc::driver::sys::CUstream) -> CallStream {
+        CallStream(stream as usize)
+    }
+
+    /// The `CUstream`.
+    pub fn raw(self) -> cudarc::driver::sys::CUstream {
+        self.0 as cudarc::driver::sys::CUstream
+    }
 }
 
 /// How all_reduce runs.
@@ -1010,6 +1051,7 @@ impl Communicator {
             coll_name(c.coll),
             c.dtype,
             c.op,
+            opts.stream,
             || self.codec_for(opts, coll_name(c.coll), c.dtype, c.src, c.n, fe),
             |fabric| {
                 let args = CollArgs {
@@ -1033,6 +1075,7 @@ impl Communicator {
         name: &'static str,
         dtype: DType,
         op: ReduceOp,
+        stream: Option<CallStream>,
         sending: impl FnOnce() -> Result<Sending>,
         plan: impl FnOnce(&Fabric) -> Plan,
     ) -> Result<()> {
@@ -1046,6 +1089,10 @@ impl Communicator {
             }
         }
         self.report(found)?;
+        // after the caller's work on its stream (before the sample, which reads the input)
+        if let Some(s) = stream {
+            self.links.join_caller(s, false)?;
+        }
         let sending = sending()?;
         let mut plan = plan(self.links.fabric());
         plan.team = self.channel_team(sending);
@@ -1056,6 +1103,10 @@ impl Communicator {
         if let (Ok(()), Some(checked)) = (&launched, sending.checked) {
             calls.time_last(checked);
         }
+        let launched = match (launched, stream) {
+            (Ok(()), Some(s)) => self.links.join_caller(s, true),
+            (launched, _) => launched,
+        };
         if let Err(e) = &launched {
             self.links.publish(Cause {
                 rank: self.rank,
@@ -1271,6 +1322,7 @@ impl<'a> Group<'a> {
                 CALL_NAMES[9],
                 dtype,
                 ReduceOp::Sum,
+                opts.stream,
                 // a group's peers pick their codecs from their own sends: only a policy that
                 // sends RAW at every size tells every rank that all of them send RAW
                 || match first_send {

@@ -11,6 +11,7 @@
 //! | `caller_memory` | `DeviceSlice`: views of the caller's memory in every call |
 //! | `group` | groups that hold collectives besides sends and receives |
 //! | `channel_teams` | RAW calls on block teams, others on one warp, both warp widths |
+//! | `streams` | a caller's stream (`Options::stream`) refused on the simulator |
 
 mod all_to_allv;
 mod caller_memory;
@@ -20,6 +21,7 @@ mod launch_env;
 mod lifecycle;
 mod rooted;
 mod split;
+mod streams;
 
 /// Little-endian f32 bytes as values.
 fn f32s(b: &[u8]) -> Vec<f32> {
