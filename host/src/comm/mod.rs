@@ -124,14 +124,14 @@ pub struct Options {
 /// ```no_run
 /// # use zipcoll_host::comm::{CallStream, Communicator, Data, Options};
 /// # use zipcoll_host::{DType, ReduceOp};
-/// # fn f(comm: &Communicator, mine: &zipcoll_host::cudarc::driver::CudaStream, buf: &mut zipcoll_host::comm::DeviceBuffer) -> zipcoll_host::Result<()> {
+/// # fn f(comm: &Communicator, mine: &zipcoll_host::cudarc::driver::CudaStream, buf: &mut zipcoll_host::comm::DeviceBuffer) -> Result<(), Box<dyn std::error::Error>> {
 /// let opts = Options {
 ///     // SAFETY: `mine` is a live stream of the communicator's context, alive during the call
 ///     stream: Some(unsafe { CallStream::from_raw(mine.cu_stream()) }),
 ///     ..Options::default()
 /// };
 /// comm.all_reduce(Data::InPlace(buf), 1024, DType::F32, ReduceOp::Sum, opts)?;
-/// mine.synchronize().map_err(zipcoll_host::cuda::cuda_error("cuStreamSynchronize"))?; // the sum is in `buf`
+/// mine.synchronize()?; // the sum is in `buf`, without the communicator's synchronize
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
