@@ -153,10 +153,15 @@ fn a_trusted_channel_validates_headers_and_uses_raw_payloads_as_delivered() {
         let header = |e| matches!(e, FrameError::HeaderChecksum { .. });
         rejected(9, corrupt_first_frame::<Off>(9, Link::P2p, at), header);
         let (f, forwarded, _) = corrupt_first_frame::<Off>(HEADER_BYTES + 5, Link::P2p, at);
-        assert_eq!(
-            f[1].map(|f| f.error),
-            Some(ConnError::Timeout(Wait::Data)),
-            "at {at}: rank 1 used the payload and waited for rank 0's next frame"
+        // rank 1 and rank 2 both wait for data from the ring; whichever times out first
+        // raises the abort word the other then stops on
+        assert!(
+            matches!(
+                f[1].map(|f| f.error),
+                Some(ConnError::Timeout(Wait::Data) | ConnError::Aborted)
+            ),
+            "at {at}: rank 1 used the payload and waited for rank 0's next frame, got {:?}",
+            f[1]
         );
         assert_eq!(
             forwarded, 2,
