@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs zipcoll's GPU checks and benchmarks on a machine with an NVIDIA GPU, from binaries built
 # elsewhere (the GPU machine has no Rust): `bash scripts/gpu-pack.sh` on the build machine packs
-# them into .gpu/bin.tgz, then this script runs there. Logs go to $OUT/logs.tgz (default ./gpu-out).
+# them into .gpu/bin.tar.zst, then this script runs there. Logs go to $OUT/logs.tgz (default ./gpu-out).
 #
 # | step        | what                                                                        |
 # |-------------|-----------------------------------------------------------------------------|
@@ -63,7 +63,8 @@ run() { # name, command...: runs it, logs to $OUT/<name>.log, remembers failures
   echo "=== $name: exit $rc" | tee -a "$OUT/summary.log"
   [ $rc -eq 0 ] || status=1
 }
-tar -xzf .gpu/bin.tgz -C .gpu
+command -v zstd >/dev/null || { echo "gpu-run.sh: zstd is needed to unpack .gpu/bin.tar.zst" >&2; exit 2; }
+zstd -q -d --long=27 -c .gpu/bin.tar.zst | tar -x -C .gpu
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/summary.log"
 # Compile the module once for this machine's GPUs (all cores) instead of a driver JIT in every
 # process; every binary loads it through ZIPCOLL_CUDA_MODULE.
