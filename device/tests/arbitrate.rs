@@ -642,6 +642,28 @@ fn never_codes_means_the_gate_decides_raw_at_every_size() {
     }
 }
 
+/// RAW's time is the wire's alone, bit for bit, whatever the frames and channels: the case
+/// the pipeline property below once found 1 ulp apart (`(1 - q) w + q w` rounds).
+#[test]
+fn raw_time_ignores_frames_exactly() {
+    for channels in [1, 10, 64] {
+        for gbps in [0.5f32, 2.496489, 25.0] {
+            let link = NET.with_bandwidth_cap(gbps * 1e9).with_block_coders(channels);
+            for log_raw in 16..34 {
+                let raw = 1u64 << log_raw;
+                for log_frame in 12..22 {
+                    let t = link.time_s(CodecId::Raw, raw, raw, 1 << log_frame);
+                    assert_eq!(
+                        t,
+                        link.raw_time_s(raw),
+                        "{channels} channels, {gbps} GB/s, 2^{log_raw} in 2^{log_frame}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: 512,

@@ -99,10 +99,13 @@ struct Stages {
 }
 
 impl Stages {
-    /// The stages' time with `wire_s` on the wire: the slowest stage plus the others' fill.
+    /// The stages' time with `wire_s` on the wire: the slowest stage plus the others' fill,
+    /// `(1 - q) k + q (e + w + d)` with `k` the slowest, computed as `k + q (e + w + d - k)`
+    /// so that stages with nothing but the wire (RAW) take `w` exactly, whatever `q`.
     fn pipelined(&self, wire_s: f32) -> f32 {
         let (e, d, q) = (self.encode_s, self.decode_s, self.first);
-        (1.0 - q) * e.max(wire_s).max(d) + q * (e + wire_s + d)
+        let k = e.max(wire_s).max(d);
+        k + q * (e + wire_s + d - k)
     }
 
     /// The most wire seconds `w` with `pipelined(w) <= budget`; negative when there are none.
