@@ -38,14 +38,19 @@ typedef struct zcclUniqueId {
 typedef struct zcclComm *zcclComm_t;
 
 /**
+ * A reduction (NCCL's `ncclRedOp_t` values).
+ */
+typedef int zcclRedOp_t;
+
+/**
  * An element type (NCCL's `ncclDataType_t` values; zipcoll moves the float types).
  */
 typedef int zcclDataType_t;
 
 /**
- * A reduction (NCCL's `ncclRedOp_t` values).
+ * Where `zcclRedOpCreatePreMulSum`'s scalar lives (NCCL's `ncclScalarResidence_t`).
  */
-typedef int zcclRedOp_t;
+typedef int zcclScalarResidence_t;
 
 #define zcclSuccess 0
 
@@ -80,6 +85,21 @@ typedef int zcclRedOp_t;
 #define zcclMin 3
 
 #define zcclAvg 4
+
+/**
+ * The built-in reductions; `zcclRedOpCreatePreMulSum` hands out values from here up.
+ */
+#define zcclNumOps 5
+
+/**
+ * In device memory, read when the call runs (not supported: an invalid argument).
+ */
+#define zcclScalarDevice 0
+
+/**
+ * In host memory, read once when the operator is created.
+ */
+#define zcclScalarHostImmediate 1
 
 /**
  * The version, as NCCL encodes it (`major * 10000 + minor * 100 + patch`).
@@ -181,6 +201,31 @@ zcclResult_t zcclGroupStart(void);
  * were made (collectives first, then the sends and receives together).
  */
 zcclResult_t zcclGroupEnd(void);
+
+/**
+ * NCCL's `ncclRedOpCreatePreMulSum`: a reduction on `comm` for calls on `datatype` that
+ * multiplies every contribution by `*scalar` (a value of `datatype`, read now from host
+ * memory: `zcclScalarHostImmediate`), then sums. `zcclScalarDevice` is an invalid argument:
+ * zipcoll does not read the scalar on the device when the call runs.
+ *
+ * # Safety
+ * `op` is NULL or writable; `scalar` is NULL or holds one value of `datatype`; `comm` is NULL
+ * or a live handle.
+ */
+zcclResult_t zcclRedOpCreatePreMulSum(zcclRedOp_t *op,
+                                      void *scalar,
+                                      zcclDataType_t datatype,
+                                      zcclScalarResidence_t residence,
+                                      zcclComm_t comm);
+
+/**
+ * NCCL's `ncclRedOpDestroy`: frees a reduction made by `zcclRedOpCreatePreMulSum` on `comm`
+ * (a built-in one, or one not made there, is an invalid argument).
+ *
+ * # Safety
+ * `comm` is NULL or a live handle.
+ */
+zcclResult_t zcclRedOpDestroy(zcclRedOp_t op, zcclComm_t comm);
 
 /**
  * NCCL's `ncclAllReduce` (ring; in place when `sendbuff == recvbuff`).

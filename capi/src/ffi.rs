@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 use zipcoll_host::comm::{
-    Algorithm, CallStream, Communicator, Config, Data, DeviceBuffer, DeviceSlice, Options, UniqueId,
+    Algorithm, CallStream, Communicator, Config, Data, DeviceBuffer, DeviceSlice, Options, Reduction, UniqueId,
 };
 use zipcoll_host::{Backend, DType, Error, ReduceOp};
 
@@ -36,6 +36,15 @@ pub const zcclProd: zcclRedOp_t = 1;
 pub const zcclMax: zcclRedOp_t = 2;
 pub const zcclMin: zcclRedOp_t = 3;
 pub const zcclAvg: zcclRedOp_t = 4;
+/// The built-in reductions; `zcclRedOpCreatePreMulSum` hands out values from here up.
+pub const zcclNumOps: zcclRedOp_t = 5;
+
+/// Where `zcclRedOpCreatePreMulSum`'s scalar lives (NCCL's `ncclScalarResidence_t`).
+pub type zcclScalarResidence_t = c_int;
+/// In device memory, read when the call runs (not supported: an invalid argument).
+pub const zcclScalarDevice: zcclScalarResidence_t = 0;
+/// In host memory, read once when the operator is created.
+pub const zcclScalarHostImmediate: zcclScalarResidence_t = 1;
 
 /// `zcclCommSplit`'s color for a rank that joins no new communicator.
 pub const ZCCL_SPLIT_NOCOLOR: c_int = -1;
@@ -54,6 +63,38 @@ pub struct zcclUniqueId {
 pub struct zcclComm {
     comm: Communicator,
     last_error: Mutex<String>,
+    /// The PreMulSum operators created on it: entry `i` is operator `zcclNumOps + i` (its
+    /// scalar and dtype), `None` once destroyed.
+    premul_ops: Mutex<Vec<Option<(f32, DType)>>>,
+}
+
+impl zcclComm {
+    fn new(comm: Communicator) -> zcclComm {
+        zcclComm {
+            comm,
+            last_error: Mutex::new(String::new()),
+            premul_ops: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The reduction `o` names for a call on `dtype`: a built-in one, or a PreMulSum operator
+    /// created on this communicator for that dtype.
+    fn reduction(&self, o: zcclRedOp_t, dtype: DType) -> Result<Reduction, Error> {
+        if let Ok(op) = red_op(o) {
+            return Ok(op.into());
+        }
+        let ops = self.premul_ops.lock().unwrap_or_else(|p| p.into_inner());
+        let made = op_slot(o).and_then(|i| ops.get(i).copied().flatten());
+        match made {
+            Some((scalar, d)) if d == dtype => Ok(Reduction::PreMulSum(scalar)),
+            Some((_, d)) => Err(Error::InvalidArgument(format!(
+                "reduction {o} was created for {d:?}, this call moves {dtype:?}"
+            ))),
+            None => Err(Error::InvalidArgument(format!(
+                "reduction {o}: neither built in nor a live operator of this communicator"
+            ))),
+        }
+    }
 }
 
 /// A communicator handle.
@@ -120,6 +161,11 @@ fn red_op(o: zcclRedOp_t) -> Result<ReduceOp, Error> {
         zcclAvg => ReduceOp::Avg,
         other => return Err(Error::InvalidArgument(format!("reduction {other}"))),
     })
+}
+
+/// The entry of `zcclComm::premul_ops` that operator `o` would be.
+fn op_slot(o: zcclRedOp_t) -> Option<usize> {
+    o.checked_sub(zcclNumOps).and_then(|i| usize::try_from(i).ok())
 }
 
 fn index(v: c_int, what: &str) -> Result<usize, Error> {
@@ -189,10 +235,7 @@ pub unsafe extern "C" fn zcclCommInitRank(
             _ => Backend::Sim,
         };
         let c = Communicator::init(&id, rank, nranks, backend)?;
-        *out = Box::into_raw(Box::new(zcclComm {
-            comm: c,
-            last_error: Mutex::new(String::new()),
-        }));
+        *out = Box::into_raw(Box::new(zcclComm::new(c)));
         Ok(())
     })
 }
@@ -365,10 +408,10 @@ struct Pending {
 
 #[derive(Clone, Copy)]
 enum Op {
-    AllReduce(ReduceOp),
+    AllReduce(Reduction),
     AllGather,
-    ReduceScatter(ReduceOp),
-    Reduce(ReduceOp, usize),
+    ReduceScatter(Reduction),
+    Reduce(Reduction, usize),
     Broadcast(usize),
     Send(usize),
     Recv(usize),
@@ -580,7 +623,7 @@ unsafe fn launch_group_on(comm: &Communicator, calls: &[Pending], stream: Option
 #[allow(clippy::too_many_arguments)]
 unsafe fn call(
     comm: zcclComm_t,
-    what: impl FnOnce() -> Result<Op, Error>,
+    what: impl FnOnce(&zcclComm, DType) -> Result<Op, Error>,
     send: *const c_void,
     recv: *mut c_void,
     count: usize,
@@ -592,13 +635,14 @@ unsafe fn call(
         return zcclInvalidArgument;
     };
     run(Some(c), || {
+        let dtype = dtype(datatype)?;
         let p = Pending {
             comm,
-            what: what()?,
+            what: what(c, dtype)?,
             send,
             recv,
             count,
-            dtype: dtype(datatype)?,
+            dtype,
             stream,
         };
         if GROUP.with(|g| g.borrow().0 > 0) {
@@ -607,6 +651,85 @@ unsafe fn call(
         }
         // SAFETY: the caller's contract.
         unsafe { launch_group(&c.comm, &[p]) }
+    })
+}
+
+/// NCCL's `ncclRedOpCreatePreMulSum`: a reduction on `comm` for calls on `datatype` that
+/// multiplies every contribution by `*scalar` (a value of `datatype`, read now from host
+/// memory: `zcclScalarHostImmediate`), then sums. `zcclScalarDevice` is an invalid argument:
+/// zipcoll does not read the scalar on the device when the call runs.
+///
+/// # Safety
+/// `op` is NULL or writable; `scalar` is NULL or holds one value of `datatype`; `comm` is NULL
+/// or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn zcclRedOpCreatePreMulSum(
+    op: *mut zcclRedOp_t,
+    scalar: *mut c_void,
+    datatype: zcclDataType_t,
+    residence: zcclScalarResidence_t,
+    comm: zcclComm_t,
+) -> zcclResult_t {
+    // SAFETY: the caller's contract.
+    let Ok(c) = (unsafe { handle(comm) }) else {
+        return zcclInvalidArgument;
+    };
+    run(Some(c), || {
+        // SAFETY: the caller's contract.
+        let out = unsafe { op.as_mut() }.ok_or_else(|| null("op"))?;
+        let d = dtype(datatype)?;
+        if residence != zcclScalarHostImmediate {
+            return Err(Error::InvalidArgument(format!(
+                "scalar residence {residence}: zipcoll reads the scalar from host memory once \
+                 (zcclScalarHostImmediate = {zcclScalarHostImmediate})"
+            )));
+        }
+        if scalar.is_null() {
+            return Err(null("scalar"));
+        }
+        let mut bytes = [0u8; 4];
+        // SAFETY: the caller's contract: one value of `d` at `scalar` (any alignment).
+        unsafe { std::ptr::copy_nonoverlapping(scalar.cast::<u8>(), bytes.as_mut_ptr(), d.size_bytes()) };
+        let value = d.to_f32(u32::from_le_bytes(bytes));
+        let mut ops = c.premul_ops.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = match ops.iter().position(Option::is_none) {
+            Some(i) => i,
+            None => {
+                ops.push(None);
+                ops.len() - 1
+            }
+        };
+        *out = zcclRedOp_t::try_from(slot)
+            .ok()
+            .and_then(|i| i.checked_add(zcclNumOps))
+            .ok_or_else(|| Error::InvalidArgument("too many reduction operators".into()))?;
+        ops[slot] = Some((value, d));
+        Ok(())
+    })
+}
+
+/// NCCL's `ncclRedOpDestroy`: frees a reduction made by `zcclRedOpCreatePreMulSum` on `comm`
+/// (a built-in one, or one not made there, is an invalid argument).
+///
+/// # Safety
+/// `comm` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn zcclRedOpDestroy(op: zcclRedOp_t, comm: zcclComm_t) -> zcclResult_t {
+    // SAFETY: the caller's contract.
+    let Ok(c) = (unsafe { handle(comm) }) else {
+        return zcclInvalidArgument;
+    };
+    run(Some(c), || {
+        let mut ops = c.premul_ops.lock().unwrap_or_else(|p| p.into_inner());
+        match op_slot(op).and_then(|i| ops.get_mut(i)) {
+            Some(entry @ Some(_)) => {
+                *entry = None;
+                Ok(())
+            }
+            _ => Err(Error::InvalidArgument(format!(
+                "reduction {op} is not a live operator made by zcclRedOpCreatePreMulSum on this communicator"
+            ))),
+        }
     })
 }
 
@@ -629,7 +752,7 @@ pub unsafe extern "C" fn zcclAllReduce(
     unsafe {
         call(
             comm,
-            || Ok(Op::AllReduce(red_op(op)?)),
+            |c, d| Ok(Op::AllReduce(c.reduction(op, d)?)),
             sendbuff,
             recvbuff,
             count,
@@ -656,7 +779,7 @@ pub unsafe extern "C" fn zcclAllGather(
     unsafe {
         call(
             comm,
-            || Ok(Op::AllGather),
+            |_, _| Ok(Op::AllGather),
             sendbuff,
             recvbuff,
             sendcount,
@@ -684,7 +807,7 @@ pub unsafe extern "C" fn zcclReduceScatter(
     unsafe {
         call(
             comm,
-            || Ok(Op::ReduceScatter(red_op(op)?)),
+            |c, d| Ok(Op::ReduceScatter(c.reduction(op, d)?)),
             sendbuff,
             recvbuff,
             recvcount,
@@ -709,7 +832,7 @@ pub unsafe extern "C" fn zcclReduce(
     comm: zcclComm_t,
     stream: *mut c_void,
 ) -> zcclResult_t {
-    let what = || Ok(Op::Reduce(red_op(op)?, index(root, "root")?));
+    let what = |c: &zcclComm, d| Ok(Op::Reduce(c.reduction(op, d)?, index(root, "root")?));
     // SAFETY: forwarded.
     unsafe { call(comm, what, sendbuff, recvbuff, count, datatype, stream) }
 }
@@ -732,7 +855,7 @@ pub unsafe extern "C" fn zcclBroadcast(
     unsafe {
         call(
             comm,
-            || Ok(Op::Broadcast(index(root, "root")?)),
+            |_, _| Ok(Op::Broadcast(index(root, "root")?)),
             sendbuff,
             recvbuff,
             count,
@@ -755,7 +878,7 @@ pub unsafe extern "C" fn zcclSend(
     comm: zcclComm_t,
     stream: *mut c_void,
 ) -> zcclResult_t {
-    let what = || Ok(Op::Send(index(peer, "peer")?));
+    let what = |_: &zcclComm, _| Ok(Op::Send(index(peer, "peer")?));
     // SAFETY: forwarded.
     unsafe { call(comm, what, sendbuff, std::ptr::null_mut(), count, datatype, stream) }
 }
@@ -773,7 +896,7 @@ pub unsafe extern "C" fn zcclRecv(
     comm: zcclComm_t,
     stream: *mut c_void,
 ) -> zcclResult_t {
-    let what = || Ok(Op::Recv(index(peer, "peer")?));
+    let what = |_: &zcclComm, _| Ok(Op::Recv(index(peer, "peer")?));
     // SAFETY: forwarded.
     unsafe { call(comm, what, std::ptr::null(), recvbuff, count, datatype, stream) }
 }
@@ -809,10 +932,7 @@ pub unsafe extern "C" fn zcclCommSplit(
         let key = (key as u32) ^ 0x8000_0000;
         let config: Config = c.comm.config().clone();
         *out = match c.comm.split(color, key, config)? {
-            Some(n) => Box::into_raw(Box::new(zcclComm {
-                comm: n,
-                last_error: Mutex::new(String::new()),
-            })),
+            Some(n) => Box::into_raw(Box::new(zcclComm::new(n))),
             None => std::ptr::null_mut(),
         };
         Ok(())

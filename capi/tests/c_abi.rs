@@ -1,7 +1,7 @@
 //! The C ABI from C: the header is what cbindgen generates from the crate, and the C example
-//! (`capi/examples/all_reduce.c`) compiles against it with `cc -Wall -Werror`, links
-//! `libzipcoll.so` (built by `cargo build -p zipcoll-capi`, which `cargo test` does not do:
-//! the test command runs it first) and runs on the simulator.
+//! (`capi/examples/all_reduce.c`) and the C tests (`capi/tests/*.c`) compile against it with
+//! `cc -Wall -Werror`, link `libzipcoll.so` (built by `cargo build -p zipcoll-capi`, which
+//! `cargo test` does not do: the test command runs it first) and run on the simulator.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -51,19 +51,21 @@ fn the_header_is_what_cbindgen_generates() {
     );
 }
 
-#[test]
-fn the_c_example_compiles_links_and_runs_on_the_simulator() {
+/// Compiles `source` against the header with `cc -Wall -Werror`, links `libzipcoll.so` and
+/// runs it; its exit status and stdout.
+fn compile_and_run(source: &Path) -> (std::process::ExitStatus, String) {
     let lib_dir = profile_dir();
     assert!(
         lib_dir.join("libzipcoll.so").exists(),
         "no libzipcoll.so in {}: build it first (cargo build -p zipcoll-capi; scripts/test.sh does)",
         lib_dir.display()
     );
-    let out = std::env::temp_dir().join(format!("zipcoll-c-example-{}", std::process::id()));
+    let stem = source.file_stem().and_then(|s| s.to_str()).unwrap_or("c");
+    let out = std::env::temp_dir().join(format!("zipcoll-{stem}-{}", std::process::id()));
     let cc = Command::new("cc")
         .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-I"])
         .arg(crate_dir().join("include"))
-        .arg(crate_dir().join("examples/all_reduce.c"))
+        .arg(source)
         .arg("-L")
         .arg(&lib_dir)
         .args(["-lzipcoll", "-lpthread", "-o"])
@@ -74,14 +76,30 @@ fn the_c_example_compiles_links_and_runs_on_the_simulator() {
     let run = Command::new(&out)
         .env("LD_LIBRARY_PATH", &lib_dir)
         .output()
-        .expect("the example runs");
+        .expect("the program runs");
     let _ = std::fs::remove_file(&out);
-    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     assert!(
-        run.status.success() && stdout.contains("all ranks ok"),
-        "status {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+        run.status.success(),
+        "{}: status {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+        source.display(),
         run.status,
         String::from_utf8_lossy(&run.stderr)
     );
+    (run.status, stdout)
+}
+
+#[test]
+fn the_c_example_compiles_links_and_runs_on_the_simulator() {
+    let (_, stdout) = compile_and_run(&crate_dir().join("examples/all_reduce.c"));
+    assert!(stdout.contains("all ranks ok"), "{stdout}");
     assert_eq!(stdout.matches(": ok").count(), 3, "{stdout}");
+}
+
+/// PreMulSum operators from C: f32 and bf16 scalars, all_reduce and reduce_scatter, and every
+/// misuse refused without harming the communicator (`tests/pre_mul_sum.c`).
+#[test]
+fn pre_mul_sum_operators_from_c() {
+    let (_, stdout) = compile_and_run(&crate_dir().join("tests/pre_mul_sum.c"));
+    assert_eq!(stdout.matches(": ok").count(), 2, "{stdout}");
 }

@@ -17,6 +17,7 @@
 //! Arguments are checked as the kernels check them ([`crate::reduce_copy`],
 //! [`crate::warp_all_reduce`]).
 
+use crate::comm::Reduction;
 use crate::dispatch::{dispatch, words_from_le, words_to_le};
 use crate::error::{Error, Result};
 use crate::ops::{check_reduce_copy, check_warp_all_reduce};
@@ -88,7 +89,8 @@ pub enum CollRef {
 /// The output a rank of a collective must hold, bit for bit, given every rank's input (element
 /// bytes, little-endian, all of one length): the scalar reference of
 /// `zipcoll_primitives::collectives`, which follows each schedule's reduction order.
-pub fn collective(c: CollRef, dtype: DType, op: ReduceOp, inputs: &[Vec<u8>]) -> Result<Vec<u8>> {
+pub fn collective(c: CollRef, dtype: DType, op: impl Into<Reduction>, inputs: &[Vec<u8>]) -> Result<Vec<u8>> {
+    let op = op.into();
     let size = dtype.size_bytes();
     let Some(first) = inputs.first() else {
         return Err(Error::InvalidArgument("no inputs".into()));
@@ -118,19 +120,26 @@ pub fn collective(c: CollRef, dtype: DType, op: ReduceOp, inputs: &[Vec<u8>]) ->
     if matches!(c, CollRef::ReduceScatter { .. } | CollRef::AllToAll { .. }) && first.len() % (k * size) != 0 {
         return Err(Error::InvalidArgument(format!("inputs are not {k} equal blocks")));
     }
-    Ok(dispatch!(dtype, op, |T, O| collective_typed::<T, O>(c, inputs)))
+    let scale = op.scale(k);
+    Ok(dispatch!(dtype, op.kernel_op(), |T, O| collective_typed::<T, O>(
+        O::scaled(scale),
+        c,
+        inputs
+    )))
 }
 
-fn collective_typed<T: zipcoll_device::dtype::Split, O: RedOp>(c: CollRef, inputs: &[Vec<u8>]) -> Vec<u8> {
+fn collective_typed<T: zipcoll_device::dtype::Split, O: RedOp>(op: O, c: CollRef, inputs: &[Vec<u8>]) -> Vec<u8> {
     use zipcoll_primitives::collectives as co;
     let words: Vec<Vec<T::Bits>> = inputs.iter().map(|i| words_from_le(i)).collect();
     let views: Vec<&[T::Bits]> = words.iter().map(Vec::as_slice).collect();
     let (n, k) = (views[0].len(), views.len());
     let mut out = vec![T::Bits::default(); n];
     match c {
-        CollRef::RingAllReduce { frame_elems } => co::ring_all_reduce_reference::<T, O>(&views, &mut out, frame_elems),
+        CollRef::RingAllReduce { frame_elems } => {
+            co::ring_all_reduce_reference::<T, O>(op, &views, &mut out, frame_elems)
+        }
         CollRef::TwoShotAllReduce { frame_elems } => {
-            co::two_shot_all_reduce_reference::<T, O>(&views, &mut out, frame_elems)
+            co::two_shot_all_reduce_reference::<T, O>(op, &views, &mut out, frame_elems)
         }
         CollRef::AllGather => {
             out = vec![T::Bits::default(); n * k];
@@ -138,9 +147,9 @@ fn collective_typed<T: zipcoll_device::dtype::Split, O: RedOp>(c: CollRef, input
         }
         CollRef::ReduceScatter { rank } => {
             out = vec![T::Bits::default(); n / k];
-            co::reduce_scatter_reference::<T, O>(&views, rank, &mut out);
+            co::reduce_scatter_reference::<T, O>(op, &views, rank, &mut out);
         }
-        CollRef::Reduce { root } => co::reduce_reference::<T, O>(&views, root, &mut out),
+        CollRef::Reduce { root } => co::reduce_reference::<T, O>(op, &views, root, &mut out),
         CollRef::AllToAll { rank } => co::all_to_all_reference::<T>(&views, rank, &mut out),
         CollRef::Broadcast { root } => out.copy_from_slice(views[root]),
     }

@@ -122,17 +122,18 @@ fn expected(case: &Case, inputs: &[Vec<u8>], r: usize, initial: &[u8], frame_ele
         let ins: Vec<&[T::Bits]> = owned.iter().map(Vec::as_slice).collect();
         let mut out = to_bits::<T>(initial);
         let count = case.count;
+        let op = O::new(ins.len() as u32);
         match case.kind {
-            Kind::Ring => ring_all_reduce_reference::<T, O>(&ins, &mut out, fe),
-            Kind::TwoShot => two_shot_all_reduce_reference::<T, O>(&ins, &mut out, fe),
+            Kind::Ring => ring_all_reduce_reference::<T, O>(op, &ins, &mut out, fe),
+            Kind::TwoShot => two_shot_all_reduce_reference::<T, O>(op, &ins, &mut out, fe),
             Kind::AllGather => all_gather_reference::<T>(&ins, &mut out),
             Kind::ReduceScatter => {
                 let mut block = vec![T::Bits::default(); count];
-                reduce_scatter_reference::<T, O>(&ins, r, &mut block);
+                reduce_scatter_reference::<T, O>(op, &ins, r, &mut block);
                 let at = if out.len() == count { 0 } else { r * count };
                 out[at..at + count].copy_from_slice(&block);
             }
-            Kind::Reduce(root) if root == r => reduce_reference::<T, O>(&ins, root, &mut out),
+            Kind::Reduce(root) if root == r => reduce_reference::<T, O>(op, &ins, root, &mut out),
             Kind::Reduce(_) => {}
             Kind::Broadcast(root) => out.copy_from_slice(ins[root]),
             Kind::AllToAll => all_to_all_reference::<T>(&ins, r, &mut out),

@@ -73,6 +73,18 @@ impl DType {
         DType::ALL.into_iter().find(|d| *d as u8 == v)
     }
 
+    /// The element whose storage word is the low [`DType::size_bytes`] bytes of `bits`,
+    /// widened to `f32` exactly ([`Elem::to_f32`]).
+    pub fn to_f32(self, bits: u32) -> f32 {
+        match self {
+            DType::Bf16 => Bf16::to_f32(bits as u16),
+            DType::F16 => F16::to_f32(bits as u16),
+            DType::F32 => F32::to_f32(bits),
+            DType::F8E4M3 => F8E4M3::to_f32(bits as u8),
+            DType::F8E5M2 => F8E5M2::to_f32(bits as u8),
+        }
+    }
+
     /// Bytes of one element.
     pub const fn size_bytes(self) -> usize {
         match self {

@@ -7,7 +7,10 @@
 //! | [`Prod`] | `a * b`                         | `x`                                  |
 //! | [`Min`]  | the smaller, NaN if either is   | `x`                                  |
 //! | [`Max`]  | the larger, NaN if either is    | `x`                                  |
-//! | [`Avg`]  | `a + b`                         | `x * (1 / nranks)` (NCCL's PreMulSum) |
+//! | [`Avg`]  | `a + b`                         | `x * scale` (NCCL's PreMulSum)       |
+//!
+//! [`Avg`]'s `scale` is `1 / nranks` for an average ([`RedOp::new`]) or the caller's scalar for
+//! NCCL's `ncclRedOpCreatePreMulSum` ([`RedOp::scaled`]); a collective's descriptor carries it.
 //!
 //! Every operation is computed as `T::from_f32(op(T::to_f32(a), T::to_f32(b)))`: for bf16,
 //! f16 and fp8 that is "widen exactly, one f32 operation, round to nearest even"; for f32 it is
@@ -51,12 +54,19 @@ impl ReduceOp {
     ];
 }
 
-/// A reduction operator. Values of it carry the launch's scalar state (Avg's `1/nranks`).
+/// A reduction operator. Values of it carry the launch's scalar state (Avg's `scale`).
 pub trait RedOp: Copy {
     /// This operator as a runtime value.
     const OP: ReduceOp;
-    /// The operator for a reduction over `nranks` contributions (only Avg uses it).
-    fn new(nranks: u32) -> Self;
+    /// The operator whose `pre` multiplies each contribution by `scale` (Avg: NCCL's PreMulSum
+    /// with that scalar); every other operator ignores it.
+    fn scaled(scale: f32) -> Self;
+    /// The operator for a reduction over `nranks` contributions: [`RedOp::scaled`] with
+    /// `1.0f32 / nranks as f32`, Avg's factor (`+inf` for `nranks = 0`, no panic).
+    #[inline(always)]
+    fn new(nranks: u32) -> Self {
+        Self::scaled(1.0 / nranks as f32)
+    }
     /// Applied once to each contribution before it is combined (identity except for Avg).
     fn pre<T: Elem>(self, x: T::Bits) -> T::Bits;
     /// Combines two (pre-processed) contributions.

@@ -7,7 +7,7 @@
 //! | [`Prod`] | none           | identity           | `a * b`                                |
 //! | [`Min`]  | none           | identity           | [`min_f32`]                            |
 //! | [`Max`]  | none           | identity           | [`max_f32`]                            |
-//! | [`Avg`]  | `1.0 / nranks` | `x * (1 / nranks)` | `a + b`                                |
+//! | [`Avg`]  | `scale`        | `x * scale`        | `a + b`                                |
 
 use super::{RedOp, ReduceOp};
 use crate::dtype::Elem;
@@ -70,7 +70,7 @@ impl RedOp for Sum {
         self
     }
     #[inline(always)]
-    fn new(_nranks: u32) -> Self {
+    fn scaled(_scale: f32) -> Self {
         Sum
     }
     #[inline(always)]
@@ -96,7 +96,7 @@ impl RedOp for Prod {
         self
     }
     #[inline(always)]
-    fn new(_nranks: u32) -> Self {
+    fn scaled(_scale: f32) -> Self {
         Prod
     }
     #[inline(always)]
@@ -122,7 +122,7 @@ impl RedOp for Min {
         self
     }
     #[inline(always)]
-    fn new(_nranks: u32) -> Self {
+    fn scaled(_scale: f32) -> Self {
         Min
     }
     #[inline(always)]
@@ -148,7 +148,7 @@ impl RedOp for Max {
         self
     }
     #[inline(always)]
-    fn new(_nranks: u32) -> Self {
+    fn scaled(_scale: f32) -> Self {
         Max
     }
     #[inline(always)]
@@ -161,13 +161,13 @@ impl RedOp for Max {
     }
 }
 
-/// Average over `nranks` contributions, as NCCL's PreMulSum: each contribution is multiplied by
-/// `scale = 1.0f32 / nranks as f32` (in f32, rounded back to `T`), then summed.
-///
-/// `nranks = 0` gives `scale = +inf` (no panic; a reduction over no ranks has no average).
+/// NCCL's PreMulSum: each contribution is multiplied by `scale` (in f32, rounded back to `T`),
+/// then summed. An average over `nranks` contributions is `scale = 1.0f32 / nranks as f32`
+/// ([`RedOp::new`]; `nranks = 0` gives `+inf`, no panic); a caller's scalar is
+/// [`RedOp::scaled`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Avg {
-    /// `1.0f32 / nranks as f32`.
+    /// The factor of every contribution.
     pub scale: f32,
 }
 
@@ -180,10 +180,8 @@ impl RedOp for Avg {
         Sum
     }
     #[inline(always)]
-    fn new(nranks: u32) -> Self {
-        Avg {
-            scale: 1.0 / nranks as f32,
-        }
+    fn scaled(scale: f32) -> Self {
+        Avg { scale }
     }
     #[inline(always)]
     fn pre<T: Elem>(self, x: T::Bits) -> T::Bits {

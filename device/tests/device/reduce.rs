@@ -160,6 +160,36 @@ fn avg_pre_on_every_narrow_value() {
     }
 }
 
+/// PreMulSum's `pre` (`Avg::scaled`): `x * scale` in f32, rounded once, for every value of the
+/// narrow types and scales no narrow type holds (0.1), negative, tiny, huge, zero and NaN.
+#[test]
+fn pre_mul_sum_pre_on_every_narrow_value() {
+    fn check<T: Elem>(scale: f32) {
+        let op = Avg::scaled(scale);
+        let d = T::DTYPE;
+        for x in 0..1u32 << (8 * core::mem::size_of::<T::Bits>()) {
+            let want = ref_round(d, ref_to_f32(d, x) * scale);
+            assert_eq!(
+                raw(op.pre::<T>(bits::<T>(x))),
+                want,
+                "{d:?} PreMulSum({scale}).pre({x:#x})"
+            );
+            // the value, and NaN for NaN (the table lets the payload differ by dtype)
+            let (want, got) = (ref_to_f32(d, x), d.to_f32(x));
+            assert!(
+                want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan()),
+                "{d:?} to_f32({x:#x}): {got} for {want}"
+            );
+        }
+    }
+    for s in [0.1, -3.0, 1.0e-30, 3.0e38, 0.0, -0.0, f32::NAN, f32::INFINITY] {
+        check::<Bf16>(s);
+        check::<F16>(s);
+        check::<F8E4M3>(s);
+        check::<F8E5M2>(s);
+    }
+}
+
 #[test]
 fn pre_is_identity_except_for_avg() {
     fn check<T: Elem, O: RedOp>() {
@@ -253,5 +283,8 @@ proptest! {
         prop_assert_eq!(Min.combine::<F32>(a, b), ref_combine(d, ReduceOp::Min, a, b));
         prop_assert_eq!(Max.combine::<F32>(a, b), ref_combine(d, ReduceOp::Max, a, b));
         prop_assert_eq!(Avg::new(n).pre::<F32>(a), ref_pre(d, ReduceOp::Avg, n, a));
+        let scale = f32::from_bits(b);
+        prop_assert_eq!(Avg::scaled(scale).pre::<F32>(a), ref_round(d, f32::from_bits(a) * scale));
+        prop_assert_eq!(d.to_f32(a).to_bits(), a);
     }
 }

@@ -76,12 +76,14 @@ mod fabric;
 mod inflight;
 pub mod launch;
 mod plan;
+mod reduction;
 mod samples;
 
 pub use bootstrap::{Bootstrap, UniqueId};
 pub use buffer::{DeviceBuffer, DeviceSlice};
 pub use config::{Compression, Config, Lossless, TransportKind};
 pub use inflight::CallTime;
+pub use reduction::Reduction;
 
 use crate::backend::Backend;
 use crate::dispatch::dispatch_dtype;
@@ -546,17 +548,24 @@ impl Communicator {
     }
 
     /// All_reduce of `count` elements.
-    pub fn all_reduce(&self, data: Data<'_>, count: usize, dtype: DType, op: ReduceOp, opts: Options) -> Result<()> {
+    pub fn all_reduce(
+        &self,
+        data: Data<'_>,
+        count: usize,
+        dtype: DType,
+        op: impl Into<Reduction>,
+        opts: Options,
+    ) -> Result<()> {
         let coll = match opts.algorithm {
             Algorithm::Ring => Coll::RingAllReduce,
             Algorithm::TwoShot => Coll::TwoShotAllReduce,
         };
-        self.collective(coll, data, count, dtype, op, 0, opts)
+        self.collective(coll, data, count, dtype, op.into(), 0, opts)
     }
 
     /// All_gather: each rank contributes `count` elements; the output holds `nranks * count`.
     pub fn all_gather(&self, data: Data<'_>, count: usize, dtype: DType, opts: Options) -> Result<()> {
-        self.collective(Coll::AllGather, data, count, dtype, ReduceOp::Sum, 0, opts)
+        self.collective(Coll::AllGather, data, count, dtype, ReduceOp::Sum.into(), 0, opts)
     }
 
     /// Reduce_scatter: the input holds `nranks * count`; each rank gets its `count` elements.
@@ -565,10 +574,10 @@ impl Communicator {
         data: Data<'_>,
         count: usize,
         dtype: DType,
-        op: ReduceOp,
+        op: impl Into<Reduction>,
         opts: Options,
     ) -> Result<()> {
-        self.collective(Coll::ReduceScatter, data, count, dtype, op, 0, opts)
+        self.collective(Coll::ReduceScatter, data, count, dtype, op.into(), 0, opts)
     }
 
     /// Reduce of `count` elements into `root`'s output (other ranks' outputs are untouched; a
@@ -578,17 +587,17 @@ impl Communicator {
         data: Data<'_>,
         count: usize,
         dtype: DType,
-        op: ReduceOp,
+        op: impl Into<Reduction>,
         root: usize,
         opts: Options,
     ) -> Result<()> {
-        self.collective(Coll::Reduce, data, count, dtype, op, root, opts)
+        self.collective(Coll::Reduce, data, count, dtype, op.into(), root, opts)
     }
 
     /// Broadcast of `root`'s `count` input elements into every rank's output. A rank other
     /// than the root may pass [`Data::Output`] (its input is not read).
     pub fn broadcast(&self, data: Data<'_>, count: usize, dtype: DType, root: usize, opts: Options) -> Result<()> {
-        self.collective(Coll::Broadcast, data, count, dtype, ReduceOp::Sum, root, opts)
+        self.collective(Coll::Broadcast, data, count, dtype, ReduceOp::Sum.into(), root, opts)
     }
 
     /// All_to_all: block `q` (of `count` elements) of the input goes to rank `q`, whose output
@@ -597,7 +606,7 @@ impl Communicator {
         if matches!(data, Data::InPlace(_)) {
             return Err(Error::InvalidArgument("all_to_all is out of place only".into()));
         }
-        self.collective(Coll::AllToAll, data, count, dtype, ReduceOp::Sum, 0, opts)
+        self.collective(Coll::AllToAll, data, count, dtype, ReduceOp::Sum.into(), 0, opts)
     }
 
     /// Sends `count` elements of `buf` to `peer` (a group of one).
@@ -940,7 +949,7 @@ impl Communicator {
         data: Data<'_>,
         count: usize,
         dtype: DType,
-        op: ReduceOp,
+        op: Reduction,
         root: usize,
         opts: Options,
     ) -> Result<()> {
@@ -956,7 +965,7 @@ impl Communicator {
         data: Data<'_>,
         count: usize,
         dtype: DType,
-        op: ReduceOp,
+        op: Reduction,
         root: usize,
     ) -> Result<Prepared> {
         self.check_usable()?;
@@ -1038,7 +1047,8 @@ impl Communicator {
             dst,
             count,
             dtype,
-            op,
+            op: op.kernel_op(),
+            scale: op.scale(k),
             root,
             n: in_bytes / size.max(1),
         })
@@ -1061,6 +1071,7 @@ impl Communicator {
                     dst: c.dst,
                     count: c.count as u64,
                     frame_elems: fe as u64,
+                    scale: c.scale,
                 };
                 Plan::collective(fabric, args)
             },
@@ -1177,7 +1188,10 @@ struct Prepared {
     dst: *mut u8,
     count: usize,
     dtype: DType,
+    /// The kernels' operator ([`Reduction::kernel_op`]).
     op: ReduceOp,
+    /// Avg's factor ([`Reduction::scale`]).
+    scale: f32,
     root: usize,
     /// Input elements (what Auto samples).
     n: usize,
@@ -1228,34 +1242,47 @@ impl<'a> Group<'a> {
         data: Data<'a>,
         count: usize,
         dtype: DType,
-        op: ReduceOp,
+        op: impl Into<Reduction>,
         algorithm: Algorithm,
     ) -> Result<()> {
         let coll = match algorithm {
             Algorithm::Ring => Coll::RingAllReduce,
             Algorithm::TwoShot => Coll::TwoShotAllReduce,
         };
-        self.collective(coll, data, count, dtype, op, 0)
+        self.collective(coll, data, count, dtype, op.into(), 0)
     }
 
     /// Adds an all_gather ([`Communicator::all_gather`]).
     pub fn all_gather(&mut self, data: Data<'a>, count: usize, dtype: DType) -> Result<()> {
-        self.collective(Coll::AllGather, data, count, dtype, ReduceOp::Sum, 0)
+        self.collective(Coll::AllGather, data, count, dtype, ReduceOp::Sum.into(), 0)
     }
 
     /// Adds a reduce_scatter ([`Communicator::reduce_scatter`]).
-    pub fn reduce_scatter(&mut self, data: Data<'a>, count: usize, dtype: DType, op: ReduceOp) -> Result<()> {
-        self.collective(Coll::ReduceScatter, data, count, dtype, op, 0)
+    pub fn reduce_scatter(
+        &mut self,
+        data: Data<'a>,
+        count: usize,
+        dtype: DType,
+        op: impl Into<Reduction>,
+    ) -> Result<()> {
+        self.collective(Coll::ReduceScatter, data, count, dtype, op.into(), 0)
     }
 
     /// Adds a reduce to `root` ([`Communicator::reduce`]).
-    pub fn reduce(&mut self, data: Data<'a>, count: usize, dtype: DType, op: ReduceOp, root: usize) -> Result<()> {
-        self.collective(Coll::Reduce, data, count, dtype, op, root)
+    pub fn reduce(
+        &mut self,
+        data: Data<'a>,
+        count: usize,
+        dtype: DType,
+        op: impl Into<Reduction>,
+        root: usize,
+    ) -> Result<()> {
+        self.collective(Coll::Reduce, data, count, dtype, op.into(), root)
     }
 
     /// Adds a broadcast from `root` ([`Communicator::broadcast`]).
     pub fn broadcast(&mut self, data: Data<'a>, count: usize, dtype: DType, root: usize) -> Result<()> {
-        self.collective(Coll::Broadcast, data, count, dtype, ReduceOp::Sum, root)
+        self.collective(Coll::Broadcast, data, count, dtype, ReduceOp::Sum.into(), root)
     }
 
     fn collective(
@@ -1264,7 +1291,7 @@ impl<'a> Group<'a> {
         data: Data<'a>,
         count: usize,
         dtype: DType,
-        op: ReduceOp,
+        op: Reduction,
         root: usize,
     ) -> Result<()> {
         let c = self.comm.prepare(coll, data, count, dtype, op, root)?;

@@ -89,6 +89,8 @@ pub(crate) struct CollArgs {
     pub dst: *mut u8,
     pub count: u64,
     pub frame_elems: u64,
+    /// Avg's factor (the work descriptor's `scale`).
+    pub scale: f32,
 }
 
 impl Plan {
@@ -124,6 +126,8 @@ impl Plan {
             nparts: f.parts as u32,
             channels: channel as *const ChannelDesc,
             status: core::ptr::null_mut(),
+            scale: a.scale,
+            reserved: 0,
         }
     }
 
@@ -165,6 +169,7 @@ impl Plan {
                         dst: op.buf,
                         count: op.count,
                         frame_elems: frame_elems(op.count),
+                        scale: 1.0,
                     };
                     plan.works.push(Self::work(f, &a, p, channel));
                 }

@@ -12,6 +12,7 @@
 //! | `group` | groups that hold collectives besides sends and receives |
 //! | `channel_teams` | RAW calls on block teams, others on one warp, both warp widths |
 //! | `streams` | a caller's stream (`Options::stream`) refused on the simulator |
+//! | `pre_mul_sum` | `Reduction::PreMulSum` (NCCL's PreMulSum) in every reducing collective |
 
 mod all_to_allv;
 mod caller_memory;
@@ -19,6 +20,7 @@ mod channel_teams;
 mod group;
 mod launch_env;
 mod lifecycle;
+mod pre_mul_sum;
 mod rooted;
 mod split;
 mod streams;

@@ -89,8 +89,8 @@ impl<O: RedOp> RedOp for NoPre<O> {
         self.0.combiner()
     }
     #[inline(always)]
-    fn new(nranks: u32) -> Self {
-        NoPre(O::new(nranks))
+    fn scaled(scale: f32) -> Self {
+        NoPre(O::scaled(scale))
     }
     #[inline(always)]
     fn pre<T: Elem>(self, x: T::Bits) -> T::Bits {

@@ -95,17 +95,18 @@ pub fn expected<T: Split, O: RedOp>(
     initial: &[T::Bits],
 ) -> Vec<T::Bits> {
     let mut out = initial.to_vec();
+    let op = O::new(inputs.len() as u32);
     match coll {
-        Coll::RingAllReduce => ring_all_reduce_reference::<T, O>(inputs, &mut out, FRAME_ELEMS),
-        Coll::TwoShotAllReduce => two_shot_all_reduce_reference::<T, O>(inputs, &mut out, FRAME_ELEMS),
+        Coll::RingAllReduce => ring_all_reduce_reference::<T, O>(op, inputs, &mut out, FRAME_ELEMS),
+        Coll::TwoShotAllReduce => two_shot_all_reduce_reference::<T, O>(op, inputs, &mut out, FRAME_ELEMS),
         Coll::AllGather => all_gather_reference::<T>(inputs, &mut out),
         Coll::ReduceScatter => {
             let mut block = vec![T::Bits::default(); count];
-            reduce_scatter_reference::<T, O>(inputs, r, &mut block);
+            reduce_scatter_reference::<T, O>(op, inputs, r, &mut block);
             let at = if out.len() == count { 0 } else { r * count };
             out[at..at + count].copy_from_slice(&block);
         }
-        Coll::Reduce if r == root => reduce_reference::<T, O>(inputs, root, &mut out),
+        Coll::Reduce if r == root => reduce_reference::<T, O>(op, inputs, root, &mut out),
         Coll::Reduce => {}
         Coll::Broadcast => out.copy_from_slice(inputs[root]),
         Coll::AllToAll => all_to_all_reference::<T>(inputs, r, &mut out),

@@ -261,6 +261,8 @@ impl Net {
                 channels.as_ptr()
             },
             status: status[0].as_ptr(),
+            scale: 1.0 / self.nranks as f32,
+            reserved: 0,
         };
         arena.stages.push(stage);
         arena.stages.push(frame_stage);
