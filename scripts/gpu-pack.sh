@@ -27,4 +27,10 @@ cp target/gpu/sm_90/zipcoll_kernels.ptx .gpu/bin/zipcoll_kernels.sm_90.ptx
 # same PTX (65 MB at 33200e4: gzip, whose window is 32 KiB, packed the 10 copies into 116 MB).
 # zstd's long mode (a 128 MiB window) finds each copy in the one before: 21 MB.
 tar -C .gpu -cf - bin | zstd -q -T0 --long=27 -10 -o .gpu/bin.tar.zst && rm -rf .gpu/bin
+# The GPU machine may have no zstd (2026-12-06: an Ubuntu image with xz and gzip only): this
+# machine's zstd goes along (a static libzstd; it needs libz, liblzma and liblz4, and liblz4
+# goes along too).
+mkdir -p .gpu/tools
+cp "$(command -v zstd)" .gpu/tools/zstd
+cp "$(ldd "$(command -v zstd)" | awk '/liblz4/ {print $3}')" .gpu/tools/
 ls -la .gpu

@@ -63,8 +63,10 @@ run() { # name, command...: runs it, logs to $OUT/<name>.log, remembers failures
   echo "=== $name: exit $rc" | tee -a "$OUT/summary.log"
   [ $rc -eq 0 ] || status=1
 }
-command -v zstd >/dev/null || { echo "gpu-run.sh: zstd is needed to unpack .gpu/bin.tar.zst" >&2; exit 2; }
-zstd -q -d --long=27 -c .gpu/bin.tar.zst | tar -x -C .gpu
+# zstd from this machine, or the one gpu-pack.sh packed beside the archive
+ZSTD=$(command -v zstd || echo .gpu/tools/zstd)
+LD_LIBRARY_PATH=.gpu/tools${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$ZSTD" -q -d --long=27 -c .gpu/bin.tar.zst | tar -x -C .gpu \
+  || { echo "gpu-run.sh: could not unpack .gpu/bin.tar.zst with $ZSTD" >&2; exit 2; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/summary.log"
 # Compile the module once for this machine's GPUs (all cores) instead of a driver JIT in every
 # process; every binary loads it through ZIPCOLL_CUDA_MODULE.

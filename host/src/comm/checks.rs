@@ -12,6 +12,12 @@
 //! | a coded call timed, no RAW one                        | RAW (once, to time it)                 |
 //! | both timed                                            | the faster; every [`RECHECK`]th call the other, timed again |
 //!
+//! Opt-in (`Config::auto_checks`, `ZIPCOLL_AUTO_CHECKS=1`): on one H100 (2026-12-06, 2 ranks
+//! over NET, 64 and 256 MiB bf16) Auto with these checks sent RAW in every timed call where
+//! ExpAns ran all_reduce, all_gather and send/recv 1.4-2.3x faster than RAW, so a realized time
+//! of one rank's kernel is not yet a sound judge (each rank decides alone, and a call's kernel
+//! time holds its peer's choice too).
+//!
 //! A call the model sends RAW sends RAW. Times are averaged (each new one weighs half), so a
 //! slower link or a different input moves the choice within a few re-checks. [`SHAPES`] shapes
 //! are kept, the least recently used evicted. The simulator does not check (its coders run on

@@ -13,6 +13,7 @@
 //! | `timeout`      | 60 s / 20 s                | `ZIPCOLL_TIMEOUT_MS`        | how long any wait for a peer may last, in ms (at least 1) |
 //! | `profile`      | off                        | `ZIPCOLL_PROFILE`           | `1`: time each call's plan upload and kernel on the device (CUDA events), read by `Communicator::call_times` |
 //! | `verify_p2p`   | off                        | `ZIPCOLL_VERIFY_P2P`        | `1`: verify RAW frames received over P2P against their checksum, as over NET and SIM (by default P2P's are used as delivered: ARCHITECTURE.md, "RAW over P2P") |
+//! | `auto_checks`  | off                        | `ZIPCOLL_AUTO_CHECKS`       | `1`: Auto times the calls it codes and sends RAW where their shape ran faster RAW (`checks.rs`; off by default: on one H100 it sent RAW where ExpAns ran 2x faster, BENCHMARKS.md 2026-12-06) |
 //! | `calibration`  | none (the presets)         | `ZIPCOLL_CALIBRATION`       | a file `zipcoll calibrate` wrote: the link's and the coders' rates Auto decides with on the transport it measured (`calibration.rs`); every rank must load the same |
 //! | `net`          | [`NetConfig::default`]     | `ZIPCOLL_NET_NTHREADS`, `ZIPCOLL_NET_NSOCKS_PERTHREAD`, `ZIPCOLL_NET_MIN_PIECE`, `ZIPCOLL_NET_SOCKET_BUFFER`, `ZIPCOLL_NET_RATE_LIMIT` | writer threads and sockets per peer, the smallest piece of a striped frame, socket buffers, an optional rate limit |
 //!
@@ -139,6 +140,9 @@ pub struct Config {
     /// path's check pass), as NET's and SIM's always are; by default they are used as delivered
     /// (ARCHITECTURE.md, "RAW over P2P"). Coded frames and frame headers are always verified.
     pub verify_p2p: bool,
+    /// Whether Auto checks its choices against the calls' realized times on a GPU
+    /// (`checks.rs`); off: Auto follows its cost model alone.
+    pub auto_checks: bool,
     /// Rates measured by `zipcoll calibrate`, which Auto's model then uses on the transport
     /// they were measured on (`calibration.rs`); `None`: the presets.
     pub calibration: Option<Calibration>,
@@ -159,6 +163,7 @@ impl Config {
             timeout: Duration::from_secs(60),
             profile: false,
             verify_p2p: false,
+            auto_checks: false,
             calibration: None,
             net: NetConfig::default(),
         }
@@ -239,6 +244,9 @@ impl Config {
         }
         if let Some(nv) = set("ZIPCOLL_VERIFY_P2P") {
             self.verify_p2p = flag(nv)?;
+        }
+        if let Some(nv) = set("ZIPCOLL_AUTO_CHECKS") {
+            self.auto_checks = flag(nv)?;
         }
         if let Some(nv) = set("ZIPCOLL_CALIBRATION") {
             self.calibration =
@@ -458,8 +466,10 @@ mod tests {
             ("ZIPCOLL_CHANNEL_THREADS", "512"),
             ("ZIPCOLL_PROFILE", "1"),
             ("ZIPCOLL_VERIFY_P2P", "1"),
+            ("ZIPCOLL_AUTO_CHECKS", "1"),
         ])
         .unwrap();
+        assert!(c.auto_checks && !Config::gpu().auto_checks);
         assert_eq!(c.channel_threads, 512);
         assert!(c.profile && !Config::gpu().profile);
         assert!(c.verify_p2p && !Config::gpu().verify_p2p);
