@@ -71,6 +71,10 @@ fn elem_bits<T: Elem>(input: &[T::Bits], k: usize) -> u64 {
 #[inline(always)]
 fn input_le_word<T: Elem>(input: &[T::Bits], j: usize) -> u32 {
     let size = T::DTYPE.size_bytes();
+    if size > 4 {
+        // half of one element: its low word for even `j`, its high word for odd
+        return (elem_bits::<T>(input, 4 * j / size) >> (8 * (4 * j % size))) as u32;
+    }
     let per = 4 / size;
     let mut v = 0u32;
     for k in 0..per {

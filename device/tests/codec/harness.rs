@@ -10,14 +10,15 @@ use std::marker::PhantomData;
 use std::sync::Mutex;
 use zipcoll_device::codec::SymbolCoder;
 use zipcoll_device::codec::{decode_frame, encode_frame, encode_raw_frame, max_encoded_len, CodecId, LaneOut};
-use zipcoll_device::dtype::Split;
+use zipcoll_device::dtype::{F32Exact, Split};
 use zipcoll_device::frame::{FrameError, FrameHeader};
 use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
 use zipcoll_targets::{Lanes, Warp, Word};
 
-/// A dtype under test: a [`Split`] whose storage words can be shared with simulated lanes.
-pub trait Ty: Split<Bits: Send + Sync> {}
-impl<T: Split<Bits: Send + Sync>> Ty for T {}
+/// A dtype under test: a coded float type ([`Split`] and [`F32Exact`]) whose storage words
+/// can be shared with simulated lanes.
+pub trait Ty: Split<Bits: Send + Sync> + F32Exact {}
+impl<T: Split<Bits: Send + Sync> + F32Exact> Ty for T {}
 
 /// A way to encode frames.
 pub trait Encoder {
