@@ -22,7 +22,7 @@ fn sample<E: Encoder, T: Ty>() -> (Vec<T::Bits>, Vec<u8>) {
 }
 
 /// Recomputes the header checksum after an edit of the header's first 28 bytes.
-fn reseal(frame: &mut [u8]) {
+pub fn reseal(frame: &mut [u8]) {
     let c = checksum(&frame[..28]);
     frame[28..32].copy_from_slice(&c.to_le_bytes());
 }
