@@ -13,10 +13,10 @@ use common::{check, check_on, sizes, Gen, Rng, COLLECTIVES};
 use sim_net::{Channel, Link};
 use zipcoll_device::codec::{ExpAns, ExpWindow, FixedLen, Huffman};
 use zipcoll_device::dtype::{Bf16, F16, F32, F64, F8E4M3, F8E5M2, I32, I64, I8, U32, U64, U8};
-use zipcoll_targets::Word;
 use zipcoll_device::reduce::{Avg, Max, Min, Prod, RedOp, Sum};
 use zipcoll_primitives::collectives::Coll;
 use zipcoll_primitives::prims::{Compression, Force, Off, RawOnly};
+use zipcoll_targets::Word;
 
 /// One case of the sweep: `coll` on `k` ranks with a rotation of parts, in-place and roots.
 fn case<T: Gen, O: RedOp, E: Compression>(coll: Coll, k: usize, i: usize, g: &mut Rng) {

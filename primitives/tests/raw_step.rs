@@ -308,8 +308,9 @@ fn a_step_that_does_not_verify_takes_no_received_checksum() {
             on_warp::<32>(|w| {
                 // SAFETY: the payload holds `n` aligned elements; `src` and the send slot hold
                 // `n` elements (the slot a whole frame).
-                let sums =
-                    unsafe { combine_send::<_, F32, Sum, true, true, true, false>(w, Sum::new::<F32>(2), step.as_ref()) };
+                let sums = unsafe {
+                    combine_send::<_, F32, Sum, true, true, true, false>(w, Sum::new::<F32>(2), step.as_ref())
+                };
                 *received.lock().unwrap() = Some(sums.received);
             });
             let received = received.into_inner().unwrap().expect("the warp ran");

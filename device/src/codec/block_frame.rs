@@ -436,7 +436,9 @@ pub fn decode_block_frame<W: Warp, T: Split>(
             }
             copy_summed(w, payload, out, 0, raw_bytes)
         }
-        Some(CodecId::ExpAns) if T::DTYPE.coded() => decode_split::<W, T, ExpAns>(w, scratch, tmp, &h, n, payload, out)?,
+        Some(CodecId::ExpAns) if T::DTYPE.coded() => {
+            decode_split::<W, T, ExpAns>(w, scratch, tmp, &h, n, payload, out)?
+        }
         Some(codec @ CodecId::ExpAns) => return Err(FrameError::CodecNotBuilt { codec }),
         _ => return Err(FrameError::UnknownCodec { found: h.codec }),
     };

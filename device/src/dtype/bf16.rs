@@ -5,8 +5,8 @@
 //! | value     | sign | exponent | mantissa |
 //! | split     | raw bit 7 | symbol | raw bits 6..0 |
 
-use super::round::narrow_magnitude;
 use super::arith::f32_arith;
+use super::round::narrow_magnitude;
 use super::{DType, Elem, F32Exact, Split};
 
 /// bfloat16. `to_f32` is a plain shift; `from_f32` rounds to nearest even, overflows to ±inf,

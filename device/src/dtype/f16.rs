@@ -5,8 +5,8 @@
 //! | value     | sign | exponent | mantissa |
 //! | split     | raw bit 10 | symbol (5 bits) | raw bits 9..0 |
 
-use super::round::{narrow_magnitude, widen_magnitude};
 use super::arith::f32_arith;
+use super::round::{narrow_magnitude, widen_magnitude};
 use super::{DType, Elem, F32Exact, Split, F32_CANONICAL_NAN};
 
 /// IEEE binary16. `to_f32` is exact, subnormals included, and maps every NaN to f32's canonical

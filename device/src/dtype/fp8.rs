@@ -20,8 +20,8 @@
 //! For e4m3 the symbol is both exponents whole; for e5m2 (10 exponent bits, too many for a
 //! byte) it is both exponents' top four bits, and their least significant bits travel in raw.
 
-use super::round::{narrow_magnitude, widen_magnitude};
 use super::arith::f32_arith;
+use super::round::{narrow_magnitude, widen_magnitude};
 use super::{DType, Elem, F32Exact, Split, F32_CANONICAL_NAN};
 
 /// Two fp8 values as the `u16` word that [`Split`] acts on: `lo` is the earlier element.

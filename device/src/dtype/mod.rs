@@ -110,6 +110,32 @@ impl DType {
         DType::ALL.into_iter().find(|d| *d as u8 == v)
     }
 
+    /// Its name in symbols, on command lines and in docs: `bf16`, `f16`, `f32`, `f8e4m3`,
+    /// `f8e5m2`, `i8`, `u8`, `i32`, `u32`, `i64`, `u64`, `f64`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DType::Bf16 => "bf16",
+            DType::F16 => "f16",
+            DType::F32 => "f32",
+            DType::F8E4M3 => "f8e4m3",
+            DType::F8E5M2 => "f8e5m2",
+            DType::I8 => "i8",
+            DType::U8 => "u8",
+            DType::I32 => "i32",
+            DType::U32 => "u32",
+            DType::I64 => "i64",
+            DType::U64 => "u64",
+            DType::F64 => "f64",
+        }
+    }
+
+    /// The dtype whose [`DType::name`] is `name`, ignoring ASCII case.
+    pub fn from_name(name: &str) -> Option<DType> {
+        DType::ALL
+            .into_iter()
+            .find(|d| d.name().eq_ignore_ascii_case(name.trim()))
+    }
+
     /// Bytes of one element.
     pub const fn size_bytes(self) -> usize {
         match self {
@@ -122,13 +148,19 @@ impl DType {
 
     /// Whether it is an integer type (reduced with wrapping arithmetic; no average).
     pub const fn is_integer(self) -> bool {
-        matches!(self, DType::I8 | DType::U8 | DType::I32 | DType::U32 | DType::I64 | DType::U64)
+        matches!(
+            self,
+            DType::I8 | DType::U8 | DType::I32 | DType::U32 | DType::I64 | DType::U64
+        )
     }
 
     /// Whether the symbol coders are built for it: the float types reduced through or as f32.
     /// Frames of the others are RAW (the collectives send them RAW whatever the policy).
     pub const fn coded(self) -> bool {
-        matches!(self, DType::Bf16 | DType::F16 | DType::F32 | DType::F8E4M3 | DType::F8E5M2)
+        matches!(
+            self,
+            DType::Bf16 | DType::F16 | DType::F32 | DType::F8E4M3 | DType::F8E5M2
+        )
     }
 
     /// The operator scalar ([`Elem::scale`]'s `scalar`) of the float `s` for this type: `s` as

@@ -14,7 +14,9 @@ use zipcoll_targets::Word;
 /// sign, and one frame of random bits.
 fn inputs<T: Moved>(seed: u64) -> Vec<Vec<T::Bits>> {
     let mut g = Rng(seed);
-    let small: Vec<T::Bits> = (0..257).map(|_| T::Bits::from_bits64(g.below(64).wrapping_sub(32))).collect();
+    let small: Vec<T::Bits> = (0..257)
+        .map(|_| T::Bits::from_bits64(g.below(64).wrapping_sub(32)))
+        .collect();
     let random: Vec<T::Bits> = (0..100).map(|_| T::Bits::from_bits64(g.next_u64())).collect();
     vec![small, random, Vec::new()]
 }
@@ -32,7 +34,10 @@ fn raw_from_every_coder<T: Moved>(seed: u64) {
     same::<With<Huffman>, T>(&inputs, &raw);
     let frames: Vec<&[u8]> = raw.iter().map(Vec::as_slice).collect();
     let caps: Vec<usize> = inputs.iter().map(|i| i.len() * T::DTYPE.size_bytes()).collect();
-    let decoded: Vec<Vec<T::Bits>> = decode_all::<32, T>(&frames, &caps).into_iter().map(Result::unwrap).collect();
+    let decoded: Vec<Vec<T::Bits>> = decode_all::<32, T>(&frames, &caps)
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
     assert_eq!(decoded, inputs, "{:?}: RAW round trip", T::DTYPE);
     // the first frame's header, made to claim each coder (payload and parameters as a coder's
     // would be are beside the point: the decoder must not get that far)

@@ -196,7 +196,13 @@ fn pre_mul_sum_pre_on_every_narrow_value() {
 fn pre_is_identity_except_for_avg() {
     fn check<T: F32Exact, O: RedOp>() {
         for x in sample(T::DTYPE, 64, 8 * core::mem::size_of::<T::Bits>() as u32, 3) {
-            assert_eq!(raw(O::new::<T>(4).pre::<T>(bits::<T>(x))), x, "{:?} {:?}", T::DTYPE, O::OP);
+            assert_eq!(
+                raw(O::new::<T>(4).pre::<T>(bits::<T>(x))),
+                x,
+                "{:?} {:?}",
+                T::DTYPE,
+                O::OP
+            );
         }
     }
     fn each_op<T: F32Exact>() {

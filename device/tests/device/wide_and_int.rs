@@ -9,9 +9,19 @@ use zipcoll_device::reduce::{Avg, Max, Min, Prod, RedOp, Sum};
 /// Every operation of `T` on `(a, b)` against `want` (native arithmetic of the same width),
 /// both operand orders (every operation is commutative bit for bit).
 fn check_ops<T: Elem>(a: T::Bits, b: T::Bits, want: [T::Bits; 4]) {
-    let got = [Sum.combine::<T>(a, b), Prod.combine::<T>(a, b), Min.combine::<T>(a, b), Max.combine::<T>(a, b)];
+    let got = [
+        Sum.combine::<T>(a, b),
+        Prod.combine::<T>(a, b),
+        Min.combine::<T>(a, b),
+        Max.combine::<T>(a, b),
+    ];
     assert_eq!(got, want, "{:?} sum, prod, min, max of ({a:?}, {b:?})", T::DTYPE);
-    let swapped = [Sum.combine::<T>(b, a), Prod.combine::<T>(b, a), Min.combine::<T>(b, a), Max.combine::<T>(b, a)];
+    let swapped = [
+        Sum.combine::<T>(b, a),
+        Prod.combine::<T>(b, a),
+        Min.combine::<T>(b, a),
+        Max.combine::<T>(b, a),
+    ];
     assert_eq!(swapped, got, "{:?}: not commutative", T::DTYPE);
 }
 
@@ -23,7 +33,12 @@ fn every_pair_of_bytes() {
             check_ops::<I8>(
                 a,
                 b,
-                [sa.wrapping_add(sb) as u8, sa.wrapping_mul(sb) as u8, sa.min(sb) as u8, sa.max(sb) as u8],
+                [
+                    sa.wrapping_add(sb) as u8,
+                    sa.wrapping_mul(sb) as u8,
+                    sa.min(sb) as u8,
+                    sa.max(sb) as u8,
+                ],
             );
             check_ops::<U8>(a, b, [a.wrapping_add(b), a.wrapping_mul(b), a.min(b), a.max(b)]);
             // PreMulSum's pre on integers: a wrapping product with the scalar
@@ -77,7 +92,12 @@ proptest! {
 fn check_split<T: Split>(w: T::Word, s: u8, r: T::Raw) {
     let (symbol, raw) = T::split(w);
     assert_eq!(T::join(symbol, raw), w, "{:?}: join(split({w:?}))", T::DTYPE);
-    assert_eq!(T::split(T::join(s, r)), (s, r), "{:?}: split(join({s}, {r:?}))", T::DTYPE);
+    assert_eq!(
+        T::split(T::join(s, r)),
+        (s, r),
+        "{:?}: split(join({s}, {r:?}))",
+        T::DTYPE
+    );
 }
 
 #[test]
@@ -181,7 +201,15 @@ fn dtype_helpers_of_the_new_types() {
     fn size<T: Elem>() -> (usize, usize) {
         (T::DTYPE.size_bytes(), core::mem::size_of::<T::Bits>())
     }
-    for (declared, stored) in [size::<I8>(), size::<U8>(), size::<I32>(), size::<U32>(), size::<I64>(), size::<U64>(), size::<F64>()] {
+    for (declared, stored) in [
+        size::<I8>(),
+        size::<U8>(),
+        size::<I32>(),
+        size::<U32>(),
+        size::<I64>(),
+        size::<U64>(),
+        size::<F64>(),
+    ] {
         assert_eq!(declared, stored);
     }
     assert_eq!(DType::F64.avg_scalar(3), Some((1.0f64 / 3.0).to_bits()));

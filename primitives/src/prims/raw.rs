@@ -322,7 +322,11 @@ pub unsafe fn combine_send_value<
     }
     // the words after the vectors (at most 4) of smaller elements: thread r moves word
     // nvec * 4 + r, + size, ..
-    let words = if T::DTYPE.size_bytes() == 8 { 0 } else { bytes.div_ceil(4) };
+    let words = if T::DTYPE.size_bytes() == 8 {
+        0
+    } else {
+        bytes.div_ceil(4)
+    };
     let mut w = nvec * 4 + team.rank() as usize;
     while w < words {
         // SAFETY: `w < words`: the word's elements that exist are inside the payload and `src`
