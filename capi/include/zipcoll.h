@@ -43,7 +43,7 @@ typedef struct zcclComm *zcclComm_t;
 typedef int zcclRedOp_t;
 
 /**
- * An element type (NCCL's `ncclDataType_t` values; zipcoll moves the float types).
+ * An element type (NCCL's `ncclDataType_t` values and aliases).
  */
 typedef int zcclDataType_t;
 
@@ -66,9 +66,33 @@ typedef int zcclScalarResidence_t;
 
 #define zcclRemoteError 6
 
+#define zcclInt8 0
+
+#define zcclChar 0
+
+#define zcclUint8 1
+
+#define zcclInt32 2
+
+#define zcclInt 2
+
+#define zcclUint32 3
+
+#define zcclInt64 4
+
+#define zcclUint64 5
+
 #define zcclFloat16 6
 
+#define zcclHalf 6
+
 #define zcclFloat32 7
+
+#define zcclFloat 7
+
+#define zcclFloat64 8
+
+#define zcclDouble 8
 
 #define zcclBfloat16 9
 

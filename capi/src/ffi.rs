@@ -21,10 +21,22 @@ pub const zcclInvalidArgument: zcclResult_t = 4;
 pub const zcclInvalidUsage: zcclResult_t = 5;
 pub const zcclRemoteError: zcclResult_t = 6;
 
-/// An element type (NCCL's `ncclDataType_t` values; zipcoll moves the float types).
+/// An element type (NCCL's `ncclDataType_t` values and aliases).
 pub type zcclDataType_t = c_int;
+pub const zcclInt8: zcclDataType_t = 0;
+pub const zcclChar: zcclDataType_t = 0;
+pub const zcclUint8: zcclDataType_t = 1;
+pub const zcclInt32: zcclDataType_t = 2;
+pub const zcclInt: zcclDataType_t = 2;
+pub const zcclUint32: zcclDataType_t = 3;
+pub const zcclInt64: zcclDataType_t = 4;
+pub const zcclUint64: zcclDataType_t = 5;
 pub const zcclFloat16: zcclDataType_t = 6;
+pub const zcclHalf: zcclDataType_t = 6;
 pub const zcclFloat32: zcclDataType_t = 7;
+pub const zcclFloat: zcclDataType_t = 7;
+pub const zcclFloat64: zcclDataType_t = 8;
+pub const zcclDouble: zcclDataType_t = 8;
 pub const zcclBfloat16: zcclDataType_t = 9;
 pub const zcclFloat8e4m3: zcclDataType_t = 10;
 pub const zcclFloat8e5m2: zcclDataType_t = 11;
@@ -65,7 +77,7 @@ pub struct zcclComm {
     last_error: Mutex<String>,
     /// The PreMulSum operators created on it: entry `i` is operator `zcclNumOps + i` (its
     /// scalar and dtype), `None` once destroyed.
-    premul_ops: Mutex<Vec<Option<(f32, DType)>>>,
+    premul_ops: Mutex<Vec<Option<(f64, DType)>>>,
 }
 
 impl zcclComm {
@@ -139,14 +151,21 @@ fn null(what: &str) -> Error {
 
 fn dtype(d: zcclDataType_t) -> Result<DType, Error> {
     Ok(match d {
+        zcclInt8 => DType::I8,
+        zcclUint8 => DType::U8,
+        zcclInt32 => DType::I32,
+        zcclUint32 => DType::U32,
+        zcclInt64 => DType::I64,
+        zcclUint64 => DType::U64,
         zcclFloat16 => DType::F16,
         zcclFloat32 => DType::F32,
+        zcclFloat64 => DType::F64,
         zcclBfloat16 => DType::Bf16,
         zcclFloat8e4m3 => DType::F8E4M3,
         zcclFloat8e5m2 => DType::F8E5M2,
         other => {
             return Err(Error::InvalidArgument(format!(
-                "datatype {other}: zipcoll moves float types only"
+                "datatype {other}: not one of NCCL's (0..=11)"
             )))
         }
     })
@@ -687,10 +706,14 @@ pub unsafe extern "C" fn zcclRedOpCreatePreMulSum(
         if scalar.is_null() {
             return Err(null("scalar"));
         }
-        let mut bytes = [0u8; 4];
+        let mut bytes = [0u8; 8];
         // SAFETY: the caller's contract: one value of `d` at `scalar` (any alignment).
         unsafe { std::ptr::copy_nonoverlapping(scalar.cast::<u8>(), bytes.as_mut_ptr(), d.size_bytes()) };
-        let value = d.to_f32(u32::from_le_bytes(bytes));
+        let value = d.float_value(u64::from_le_bytes(bytes)).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "PreMulSum of the integer dtype {d:?} is not built; Sum, Prod, Min and Max are"
+            ))
+        })?;
         let mut ops = c.premul_ops.lock().unwrap_or_else(|p| p.into_inner());
         let slot = match ops.iter().position(Option::is_none) {
             Some(i) => i,

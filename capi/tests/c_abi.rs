@@ -103,3 +103,11 @@ fn pre_mul_sum_operators_from_c() {
     let (_, stdout) = compile_and_run(&crate_dir().join("tests/pre_mul_sum.c"));
     assert_eq!(stdout.matches(": ok").count(), 2, "{stdout}");
 }
+
+/// NCCL's integer dtypes and double from C: every width and signedness with its own op, a
+/// double PreMulSum, and the refused integer average and PreMulSum (`tests/dtypes.c`).
+#[test]
+fn integer_and_double_dtypes_from_c() {
+    let (_, stdout) = compile_and_run(&crate_dir().join("tests/dtypes.c"));
+    assert_eq!(stdout.matches(": ok").count(), 2, "{stdout}");
+}

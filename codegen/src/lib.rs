@@ -51,7 +51,7 @@
 //!         | codec  = [codec, ...]     the symbol coders to build (iff a parameter is bounded by SymbolCoder)
 //!         | vendor = [vendor, ...]    the vendors to build for; default: all of them
 //!         | equiv  = bits             one entry point per storage width (needs dtype)
-//! dtype  := bf16 | f16 | f32 | f8e4m3 | f8e5m2
+//! dtype  := bf16 | f16 | f32 | f8e4m3 | f8e5m2 | i8 | u8 | i32 | u32 | i64 | u64 | f64
 //! op     := sum | prod | min | max | avg
 //! codec  := fixedlen | expwindow | expans | huffman
 //! vendor := nvptx | amdgpu
@@ -117,14 +117,19 @@
 //!
 //! | family | op     | built | reason |
 //! |--------|--------|-------|--------|
-//! | float  | `sum`  | yes   | added in f32, rounded back to nearest-even, as NCCL does |
-//! | float  | `prod` | yes   | multiplied in f32, rounded back to nearest-even, as NCCL does |
-//! | float  | `min`  | yes   | compared in f32 (exact for every float dtype), NaN propagates |
-//! | float  | `max`  | yes   | compared in f32 (exact for every float dtype), NaN propagates |
-//! | float  | `avg`  | yes   | NCCL's PreMulSum: each input times 1/nranks in f32, then summed |
+//! | float  | `sum`  | yes   | added in f32 (f64 natively), rounded back to nearest-even, as NCCL does |
+//! | float  | `prod` | yes   | multiplied in f32 (f64 natively), rounded back to nearest-even, as NCCL does |
+//! | float  | `min`  | yes   | compared in f32 (f64 natively; exact for every float dtype), NaN propagates |
+//! | float  | `max`  | yes   | compared in f32 (f64 natively; exact for every float dtype), NaN propagates |
+//! | float  | `avg`  | yes   | NCCL's PreMulSum: each input times 1/nranks in f32 (f64 natively), then summed |
+//! | int    | `sum`  | yes   | wrapping (two's complement), as NCCL does |
+//! | int    | `prod` | yes   | wrapping (two's complement), as NCCL does |
+//! | int    | `min`  | yes   | compared signed or unsigned as the type |
+//! | int    | `max`  | yes   | compared signed or unsigned as the type |
+//! | int    | `avg`  | no    | NCCL averages integers by dividing the sum by nranks, a post-op the schedules lack |
 //!
-//! The float family is bf16, f16, f32, f8e4m3 and f8e5m2. Rows are per family: an integer family
-//! would get its own rows, with `avg` not built.
+//! The float family is bf16, f16, f32, f8e4m3, f8e5m2 and f64; the int family i8, u8, i32, u32,
+//! i64 and u64. Rows are per family.
 //!
 //! | warp bound  | vendor left out | reason |
 //! |-------------|-----------------|--------|
@@ -136,8 +141,8 @@
 //!
 //! `equiv = bits` declares that the kernel depends on `T` only through `T::Bits` (a copy, say).
 //! Dtypes of one storage width then share one entry point, built with the class's first listed
-//! dtype and named after the class: bf16 and f16 share `zc_<fn>__b16`, f8e4m3 and f8e5m2
-//! `zc_<fn>__b8`, f32 has `zc_<fn>__b32`. The manifest still has a row per dtype, pointing at the
+//! dtype and named after the class: bf16 and f16 share `zc_<fn>__b16`, f8e4m3, f8e5m2, i8 and
+//! u8 `zc_<fn>__b8`, f32, i32 and u32 `zc_<fn>__b32`, f64, i64 and u64 `zc_<fn>__b64`. The manifest still has a row per dtype, pointing at the
 //! shared symbol (as NCCL serves signed-integer sums with the unsigned kernel).
 //!
 //! # Developer filter

@@ -5,8 +5,10 @@
 /// A family of dtypes that share the (dtype, op) rules.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Family {
-    /// IEEE-style floats, reduced through `f32`.
+    /// IEEE-style floats, reduced through `f32` (f32 and f64 natively).
     Float,
+    /// Two's-complement and unsigned integers.
+    Int,
 }
 
 /// A dtype the attribute knows.
@@ -31,6 +33,13 @@ pub(crate) const DTYPES: &[DTypeInfo] = &[
     DTypeInfo { ident: "f32",    name: "F32",    word: "u32", bits: "b32", family: Family::Float },
     DTypeInfo { ident: "f8e4m3", name: "F8E4M3", word: "u8",  bits: "b8",  family: Family::Float },
     DTypeInfo { ident: "f8e5m2", name: "F8E5M2", word: "u8",  bits: "b8",  family: Family::Float },
+    DTypeInfo { ident: "i8",     name: "I8",     word: "u8",  bits: "b8",  family: Family::Int },
+    DTypeInfo { ident: "u8",     name: "U8",     word: "u8",  bits: "b8",  family: Family::Int },
+    DTypeInfo { ident: "i32",    name: "I32",    word: "u32", bits: "b32", family: Family::Int },
+    DTypeInfo { ident: "u32",    name: "U32",    word: "u32", bits: "b32", family: Family::Int },
+    DTypeInfo { ident: "i64",    name: "I64",    word: "u64", bits: "b64", family: Family::Int },
+    DTypeInfo { ident: "u64",    name: "U64",    word: "u64", bits: "b64", family: Family::Int },
+    DTypeInfo { ident: "f64",    name: "F64",    word: "u64", bits: "b64", family: Family::Float },
 ];
 
 /// A reduction the attribute knows.
@@ -83,31 +92,61 @@ pub(crate) const PAIR_RULES: &[PairRule] = &[
         family: Family::Float,
         op: "sum",
         built: true,
-        reason: "added in f32, rounded back to nearest-even, as NCCL does",
+        reason: "added in f32 (f64 natively), rounded back to nearest-even, as NCCL does",
     },
     PairRule {
         family: Family::Float,
         op: "prod",
         built: true,
-        reason: "multiplied in f32, rounded back to nearest-even, as NCCL does",
+        reason: "multiplied in f32 (f64 natively), rounded back to nearest-even, as NCCL does",
     },
     PairRule {
         family: Family::Float,
         op: "min",
         built: true,
-        reason: "compared in f32 (exact for every float dtype), NaN propagates",
+        reason: "compared in f32 (f64 natively; exact for every float dtype), NaN propagates",
     },
     PairRule {
         family: Family::Float,
         op: "max",
         built: true,
-        reason: "compared in f32 (exact for every float dtype), NaN propagates",
+        reason: "compared in f32 (f64 natively; exact for every float dtype), NaN propagates",
     },
     PairRule {
         family: Family::Float,
         op: "avg",
         built: true,
-        reason: "NCCL's PreMulSum: each input times 1/nranks in f32, then summed",
+        reason: "NCCL's PreMulSum: each input times 1/nranks in f32 (f64 natively), then summed",
+    },
+    PairRule {
+        family: Family::Int,
+        op: "sum",
+        built: true,
+        reason: "wrapping (two's complement), as NCCL does",
+    },
+    PairRule {
+        family: Family::Int,
+        op: "prod",
+        built: true,
+        reason: "wrapping (two's complement), as NCCL does",
+    },
+    PairRule {
+        family: Family::Int,
+        op: "min",
+        built: true,
+        reason: "compared signed or unsigned as the type",
+    },
+    PairRule {
+        family: Family::Int,
+        op: "max",
+        built: true,
+        reason: "compared signed or unsigned as the type",
+    },
+    PairRule {
+        family: Family::Int,
+        op: "avg",
+        built: false,
+        reason: "NCCL averages integers by dividing the sum by nranks, a post-op the schedules lack",
     },
 ];
 

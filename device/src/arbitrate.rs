@@ -151,7 +151,8 @@ impl Default for Policy {
 pub enum Reason {
     /// RAW: the batch is below [`Policy::min_batch_bytes`] (or empty).
     TooSmall,
-    /// RAW: no codec but RAW is in [`Policy::available`].
+    /// RAW: no codec but RAW is in [`Policy::available`], or none is built for the dtype
+    /// ([`crate::dtype::DType::coded`]).
     NoCodecAvailable,
     /// RAW: no available codec could beat RAW by the gain within the capacity even with an
     /// empty coded section (decided without sampling).
@@ -285,7 +286,7 @@ impl Arbiter {
         if n == 0 || raw_bytes < self.policy.min_batch_bytes as u64 {
             return Some(plan);
         }
-        if self.candidates().next().is_none() {
+        if self.candidates().next().is_none() || !T::DTYPE.coded() {
             plan.reason = Reason::NoCodecAvailable;
             return Some(plan);
         }

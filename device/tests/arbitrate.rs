@@ -33,12 +33,12 @@ use zipcoll_device::arbitrate::{
 };
 use zipcoll_device::codec::exp_window::{choose_window, window_bin, Window, BINS};
 use zipcoll_device::codec::{encode_frame, CodecId, ExpAns, ExpWindow, FixedLen, Huffman, SymbolCoder};
-use zipcoll_device::dtype::{Bf16, Elem, Split, F16, F32, F8E4M3, F8E5M2};
+use zipcoll_device::dtype::{Bf16, Elem, F32Exact, Split, F16, F32, F8E4M3, F8E5M2};
 use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
 use zipcoll_targets::Grid;
 
 /// `n` values of N(0, sigma^2) as elements of `T`.
-fn normal<T: Elem>(n: usize, sigma: f64, seed: u64) -> Vec<T::Bits> {
+fn normal<T: F32Exact>(n: usize, sigma: f64, seed: u64) -> Vec<T::Bits> {
     let mut rng = Rng(seed);
     (0..n).map(|_| T::from_f32((rng.normal() * sigma) as f32)).collect()
 }
@@ -287,7 +287,7 @@ fn expwindow_predictions_within_3_percent() {
 }
 
 /// Half N(0,1), half N(0, 1e-3^2) (the first `n / 2` elements, then the rest) as elements of `T`.
-fn two_scales<T: Elem>(n: usize, seed: u64) -> Vec<T::Bits> {
+fn two_scales<T: F32Exact>(n: usize, seed: u64) -> Vec<T::Bits> {
     let mut data = normal::<T>(n / 2, 1.0, seed);
     data.extend(normal::<T>(n - n / 2, 1e-3, seed + 1));
     data
@@ -472,7 +472,7 @@ fn gates_and_realized_checks() {
 /// vocabulary, two layers: 3.76 M values, 58 frames of 65536): the
 /// embedding N(0,1), positions N(0, 0.02^2), per layer LayerNorms near 1 and 0, the attention
 /// and MLP matrices and biases uniform within PyTorch's initialization bounds, then the head.
-fn gpt_like_weights<T: Elem>(seed: u64) -> Vec<T::Bits> {
+fn gpt_like_weights<T: F32Exact>(seed: u64) -> Vec<T::Bits> {
     let (vocab, d, layers, seq) = (4000, 256, 2, 512);
     let mut rng = Rng(seed);
     let mut w: Vec<f64> = Vec::new();

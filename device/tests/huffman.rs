@@ -20,7 +20,7 @@ use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
 use zipcoll_device::codec::{Coded, Huffman, OutOfSpace, SymbolCoder};
-use zipcoll_device::dtype::{Bf16, Elem, Split};
+use zipcoll_device::dtype::{Bf16, F32Exact, Split};
 use zipcoll_device::frame::FrameError;
 use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
 use zipcoll_targets::{Grid, Lanes};

@@ -14,13 +14,13 @@
 mod common;
 
 use common::Rng;
-use zipcoll_device::dtype::{Bf16, Elem, F16, F32};
+use zipcoll_device::dtype::{Bf16, F32Exact, F16, F32};
 use zipcoll_device::lossy::error_bound::{quantize, relative_to_range, value, ESCAPE, MAX_BUCKET};
 use zipcoll_device::lossy::{qsgd, Quantizer};
 
 /// Checks one element under the bound `eb`: an escape, or a value within `eb` (exactly, in
 /// f64: both are f32 values). NaN and infinities must escape. Returns whether it escaped.
-fn check_bound<T: Elem>(x: T::Bits, eb: f32) -> bool {
+fn check_bound<T: F32Exact>(x: T::Bits, eb: f32) -> bool {
     let s = quantize::<T>(x, eb);
     let v = T::to_f32(x);
     if s == ESCAPE {

@@ -5,14 +5,17 @@
 //! ```text
 //! dispatch!(dtype, op, |T, O| sim::reduce_copy::<W, T, O>(a, b, nranks))
 //!   DType::Bf16 x ReduceOp::Sum  ->  { type T = Bf16; type O = Sum; sim::reduce_copy::<W, T, O>(..) }
-//!   ... 25 arms
+//!   ... 60 arms (Avg of an integer: Err(InvalidArgument))
 //! dispatch_dtype!(dtype, |T| max_encoded_len::<T>(n))
+//! dispatch_coded!(dtype, |T| sim::encode_frames::<W, T>(..))   (integers, f64: Err(InvalidArgument))
 //! dispatch_coder!(codec, |C| kernels::encode_frames::<SimWarp<W>, T, C>, raw => kernels::encode_raw_frames::<..>)
 //!   CodecId::Huffman  ->  { type C = Huffman; kernels::encode_frames::<SimWarp<W>, T, C> }
 //! ```
 
 /// Evaluates `$body` with type aliases `$T` (the [`zipcoll_device::dtype::Elem`] of `$dtype`)
-/// and `$O` (the [`zipcoll_device::reduce::RedOp`] of `$op`) in scope.
+/// and `$O` (the [`zipcoll_device::reduce::RedOp`] of `$op`) in scope. A pair no kernel is built
+/// for (Avg of an integer dtype) returns `Err(Error::InvalidArgument)` from the enclosing
+/// function, which returns `crate::Result`.
 macro_rules! dispatch {
     ($dtype:expr, $op:expr, |$T:ident, $O:ident| $body:expr) => {{
         use zipcoll_device::dtype::{self as dt, DType};
@@ -22,6 +25,26 @@ macro_rules! dispatch {
             DType::F32 => dispatch!(@op dt::F32, $op, |$T, $O| $body),
             DType::F8E4M3 => dispatch!(@op dt::F8E4M3, $op, |$T, $O| $body),
             DType::F8E5M2 => dispatch!(@op dt::F8E5M2, $op, |$T, $O| $body),
+            DType::F64 => dispatch!(@op dt::F64, $op, |$T, $O| $body),
+            DType::I8 => dispatch!(@int dt::I8, $op, |$T, $O| $body),
+            DType::U8 => dispatch!(@int dt::U8, $op, |$T, $O| $body),
+            DType::I32 => dispatch!(@int dt::I32, $op, |$T, $O| $body),
+            DType::U32 => dispatch!(@int dt::U32, $op, |$T, $O| $body),
+            DType::I64 => dispatch!(@int dt::I64, $op, |$T, $O| $body),
+            DType::U64 => dispatch!(@int dt::U64, $op, |$T, $O| $body),
+        }
+    }};
+    (@int $t:ty, $op:expr, |$T:ident, $O:ident| $body:expr) => {{
+        use zipcoll_device::reduce::ReduceOp;
+        match $op {
+            ReduceOp::Avg => {
+                return Err($crate::error::Error::InvalidArgument(format!(
+                    "Avg of the integer dtype {:?} is not built (NCCL averages integers by dividing the sum by \
+                     nranks, a post-operation zipcoll's schedules lack); Sum, Prod, Min and Max are",
+                    <$t as zipcoll_device::dtype::Elem>::DTYPE
+                )))
+            }
+            op => dispatch!(@op $t, op, |$T, $O| $body),
         }
     }};
     (@op $t:ty, $op:expr, |$T:ident, $O:ident| $body:expr) => {{
@@ -53,38 +76,60 @@ macro_rules! dispatch {
 }
 
 /// Evaluates `$body` with the type alias `$T` (the [`zipcoll_device::dtype::Split`] of `$dtype`)
-/// in scope.
+/// in scope, for every dtype.
 macro_rules! dispatch_dtype {
     ($dtype:expr, |$T:ident| $body:expr) => {{
         use zipcoll_device::dtype::{self as dt, DType};
         match $dtype {
-            DType::Bf16 => {
-                type $T = dt::Bf16;
-                $body
-            }
-            DType::F16 => {
-                type $T = dt::F16;
-                $body
-            }
-            DType::F32 => {
-                type $T = dt::F32;
-                $body
-            }
-            DType::F8E4M3 => {
-                type $T = dt::F8E4M3;
-                $body
-            }
-            DType::F8E5M2 => {
-                type $T = dt::F8E5M2;
-                $body
-            }
+            DType::Bf16 => dispatch_dtype!(@one dt::Bf16, |$T| $body),
+            DType::F16 => dispatch_dtype!(@one dt::F16, |$T| $body),
+            DType::F32 => dispatch_dtype!(@one dt::F32, |$T| $body),
+            DType::F8E4M3 => dispatch_dtype!(@one dt::F8E4M3, |$T| $body),
+            DType::F8E5M2 => dispatch_dtype!(@one dt::F8E5M2, |$T| $body),
+            DType::I8 => dispatch_dtype!(@one dt::I8, |$T| $body),
+            DType::U8 => dispatch_dtype!(@one dt::U8, |$T| $body),
+            DType::I32 => dispatch_dtype!(@one dt::I32, |$T| $body),
+            DType::U32 => dispatch_dtype!(@one dt::U32, |$T| $body),
+            DType::I64 => dispatch_dtype!(@one dt::I64, |$T| $body),
+            DType::U64 => dispatch_dtype!(@one dt::U64, |$T| $body),
+            DType::F64 => dispatch_dtype!(@one dt::F64, |$T| $body),
+        }
+    }};
+    (@one $t:ty, |$T:ident| $body:expr) => {{
+        type $T = $t;
+        $body
+    }};
+}
+
+/// Evaluates `$body` with the type alias `$T` (the [`zipcoll_device::dtype::Split`] and
+/// [`zipcoll_device::dtype::F32Exact`] of `$dtype`) in scope, for the dtypes the codecs are
+/// built for ([`DType::coded`](zipcoll_device::dtype::DType::coded)); for the others returns
+/// `Err(Error::InvalidArgument)` from the enclosing function, which returns `crate::Result`.
+macro_rules! dispatch_coded {
+    ($dtype:expr, |$T:ident| $body:expr) => {{
+        use zipcoll_device::dtype::{self as dt, DType};
+        match $dtype {
+            DType::Bf16 => dispatch_dtype!(@one dt::Bf16, |$T| $body),
+            DType::F16 => dispatch_dtype!(@one dt::F16, |$T| $body),
+            DType::F32 => dispatch_dtype!(@one dt::F32, |$T| $body),
+            DType::F8E4M3 => dispatch_dtype!(@one dt::F8E4M3, |$T| $body),
+            DType::F8E5M2 => dispatch_dtype!(@one dt::F8E5M2, |$T| $body),
+            other => return Err($crate::dispatch::not_coded(other)),
         }
     }};
 }
 
+/// The error of a codec call for a dtype no codec is built for.
+pub(crate) fn not_coded(dtype: zipcoll_device::dtype::DType) -> crate::error::Error {
+    crate::error::Error::InvalidArgument(format!(
+        "no codec is built for {dtype:?} (the codecs take bf16, f16, f32 and the fp8 types; the collectives move \
+         {dtype:?} uncompressed)"
+    ))
+}
+
 /// The dispatch from a codec id to its symbol coder (`zipcoll_device`'s one list of codecs).
 pub(crate) use zipcoll_device::with_symbol_coder as dispatch_coder;
-pub(crate) use {dispatch, dispatch_dtype};
+pub(crate) use {dispatch, dispatch_coded, dispatch_dtype};
 
 /// Element bytes (little-endian) to storage words.
 pub(crate) fn words_from_le<B: zipcoll_targets::Word>(bytes: &[u8]) -> Vec<B> {

@@ -34,7 +34,7 @@ pub fn reduce_copy(dtype: DType, op: ReduceOp, src0: &[u8], src1: &[u8], nranks:
 }
 
 fn reduce_copy_typed<T: Elem, O: RedOp>(src0: &[u8], src1: &[u8], nranks: u32) -> Vec<u8> {
-    let op = O::new(nranks);
+    let op = O::new::<T>(nranks);
     let a: Vec<T::Bits> = words_from_le(src0);
     let b: Vec<T::Bits> = words_from_le(src1);
     let out: Vec<T::Bits> = a
@@ -56,7 +56,7 @@ pub fn warp_all_reduce(dtype: DType, op: ReduceOp, width: u32, src: &[u8], nrank
 }
 
 fn warp_all_reduce_typed<T: Elem, O: RedOp>(width: usize, src: &[u8], nranks: u32) -> Result<Vec<u8>> {
-    let op = O::new(nranks);
+    let op = O::new::<T>(nranks);
     let s: Vec<T::Bits> = words_from_le(src);
     let mut out = Vec::with_capacity(s.len());
     for group in s.chunks_exact(width) {
@@ -120,9 +120,9 @@ pub fn collective(c: CollRef, dtype: DType, op: impl Into<Reduction>, inputs: &[
     if matches!(c, CollRef::ReduceScatter { .. } | CollRef::AllToAll { .. }) && first.len() % (k * size) != 0 {
         return Err(Error::InvalidArgument(format!("inputs are not {k} equal blocks")));
     }
-    let scale = op.scale(k);
+    let scalar = op.scalar(dtype, k)?;
     Ok(dispatch!(dtype, op.kernel_op(), |T, O| collective_typed::<T, O>(
-        O::scaled(scale),
+        O::scaled(scalar),
         c,
         inputs
     )))

@@ -10,6 +10,13 @@
 //! | 3/4    | normal values, exponent within ±4 of 1.0's, random sign and mantissa      |
 //! | 1/24 each | +0, -0, +inf, -inf (e4m3 has no infinity: its largest finite value), NaN with a random payload and sign (e4m3: its two NaNs), subnormal |
 //!
+//! and for the integer dtypes:
+//!
+//! | share  | kind                                                                     |
+//! |--------|--------------------------------------------------------------------------|
+//! | 3/4    | small values, -1000..1000 (wrapped to the width: u8 and i8 see every byte) |
+//! | 1/24 each | 0, 1, -1 (all bits set), the smallest and the largest signed value, random bits |
+//!
 //! ```
 //! use zipcoll_host::{testdata, DType};
 //! let a = testdata::elements(DType::Bf16, 1000, 7);
@@ -18,8 +25,7 @@
 //! assert!(a.iter().any(|&b| b != 0));
 //! ```
 
-use crate::dispatch::{dispatch_dtype, words_to_le};
-use zipcoll_device::dtype::{DType, Elem};
+use zipcoll_device::dtype::{Bf16, DType, F32Exact, F16, F32, F8E4M3, F8E5M2};
 
 /// SplitMix64: a small, seedable generator with good statistical quality.
 #[derive(Clone, Debug)]
@@ -59,8 +65,9 @@ struct Format {
     ieee_specials: bool,
 }
 
-fn format(dtype: DType) -> Format {
-    match dtype {
+/// The float format of `dtype`; `None` for the integers.
+fn format(dtype: DType) -> Option<Format> {
+    Some(match dtype {
         DType::Bf16 => Format {
             exp_bits: 8,
             man_bits: 7,
@@ -86,7 +93,28 @@ fn format(dtype: DType) -> Format {
             man_bits: 2,
             ieee_specials: true,
         },
-    }
+        DType::F64 => Format {
+            exp_bits: 11,
+            man_bits: 52,
+            ieee_specials: true,
+        },
+        DType::I8 | DType::U8 | DType::I32 | DType::U32 | DType::I64 | DType::U64 => return None,
+    })
+}
+
+/// One integer element of `bits` bits (see the module table), zero-extended.
+fn int_element(bits: u32, rng: &mut Rng) -> u64 {
+    let sign_bit = 1u64 << (bits - 1);
+    let v = match rng.below(24) {
+        0 => 0,
+        1 => 1,
+        2 => u64::MAX,
+        3 => sign_bit,
+        4 => sign_bit - 1,
+        5 => rng.next_u64(),
+        _ => rng.below(2000).wrapping_sub(1000),
+    };
+    v & (u64::MAX >> (64 - bits))
 }
 
 /// One element's bits (see the module table).
@@ -134,7 +162,13 @@ pub fn elements(dtype: DType, n: usize, seed: u64) -> Vec<u8> {
     let size = dtype.size_bytes();
     let mut rng = Rng::new(seed);
     (0..n)
-        .flat_map(|_| element(&f, &mut rng).to_le_bytes().into_iter().take(size))
+        .flat_map(|_| {
+            let bits = match &f {
+                Some(f) => element(f, &mut rng),
+                None => int_element(8 * size as u32, &mut rng),
+            };
+            bits.to_le_bytes().into_iter().take(size)
+        })
         .collect()
 }
 
@@ -159,8 +193,10 @@ pub fn uniform(dtype: DType, n: usize, seed: u64) -> Vec<u8> {
     bytes
 }
 
-/// `n` samples of N(0, 1) (Box-Muller over [`Rng`]) rounded to `dtype` (round to nearest even,
-/// as `Elem::from_f32`), as little-endian bytes; the same for the same `seed`.
+/// `n` samples of N(0, 1) (Box-Muller over [`Rng`]) rounded to `dtype` (the types reduced
+/// through f32: to f32, then to nearest even as `F32Exact::from_f32`; f64: as drawn; the
+/// integers: N(0, 100^2) rounded to the nearest integer, wrapped to the width), as
+/// little-endian bytes; the same for the same `seed`.
 ///
 /// ```
 /// use zipcoll_host::{testdata, DType};
@@ -175,10 +211,24 @@ pub fn normal(dtype: DType, n: usize, seed: u64) -> Vec<u8> {
     let mut unit = move || ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
     let samples = (0..n.div_ceil(2)).flat_map(|_| {
         let (r, theta) = ((-2.0 * unit().ln()).sqrt(), std::f64::consts::TAU * unit());
-        [(r * theta.cos()) as f32, (r * theta.sin()) as f32]
+        [r * theta.cos(), r * theta.sin()]
     });
-    dispatch_dtype!(dtype, |T| {
-        let words: Vec<<T as Elem>::Bits> = samples.take(n).map(T::from_f32).collect();
-        words_to_le(&words)
-    })
+    let size = dtype.size_bytes();
+    let of = |x: f64| -> u64 {
+        match dtype {
+            DType::Bf16 => u64::from(Bf16::from_f32(x as f32)),
+            DType::F16 => u64::from(F16::from_f32(x as f32)),
+            DType::F32 => u64::from(F32::from_f32(x as f32)),
+            DType::F8E4M3 => u64::from(F8E4M3::from_f32(x as f32)),
+            DType::F8E5M2 => u64::from(F8E5M2::from_f32(x as f32)),
+            DType::F64 => x.to_bits(),
+            DType::I8 | DType::U8 | DType::I32 | DType::U32 | DType::I64 | DType::U64 => {
+                (x * 100.0).round() as i64 as u64
+            }
+        }
+    };
+    samples
+        .take(n)
+        .flat_map(|x| of(x).to_le_bytes().into_iter().take(size))
+        .collect()
 }

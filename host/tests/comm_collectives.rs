@@ -8,7 +8,8 @@
 //! | test                                   | ranks   | transport | what                                              |
 //! |----------------------------------------|---------|-----------|---------------------------------------------------|
 //! | `every_collective_on_*_ranks`          | 1..=8   | SIM       | every collective, bf16 / f32 x sum / max, every compression |
-//! | `every_dtype_and_op_on_3_ranks`        | 3       | SIM       | every dtype x op: ring, two-shot, reduce_scatter, reduce |
+//! | `every_collective_of_the_uncoded_dtypes_on_2_to_8_ranks` | 2..=8 | SIM | every collective, f64 / i32 / u8 / i64 x sum / min / prod, every compression (they travel RAW) |
+//! | `every_dtype_and_op_on_3_ranks`        | 3       | SIM       | every dtype x op (integers: no Avg): ring, two-shot, reduce_scatter, reduce |
 //! | `every_collective_over_net_loopback`   | 2, 3, 4 | NET       | every collective, off / auto / a codec            |
 //! | `a_rank_that_finishes_first_leaves_its_peers_intact` | 2..=4 | NET, SIM | a rank drops its communicator right after its last call |
 //! | `the_communicator_default_compression_applies` | 2 | SIM (Auto) | `Config::compression` (each codec) when a call does not override it |
@@ -18,7 +19,7 @@
 //! the last test.
 
 use std::time::Instant;
-use zipcoll_device::dtype::{Bf16, Elem, Split, F16, F32, F8E4M3, F8E5M2};
+use zipcoll_device::dtype::{Bf16, Elem, Split, F16, F32, F64, F8E4M3, F8E5M2, I32, I64, I8, U32, U64, U8};
 use zipcoll_device::reduce::{Avg, Max, Min, Prod, RedOp, Sum};
 use zipcoll_host::comm::{
     run_sim, Algorithm, Communicator, Compression, Config, Data, DeviceBuffer, Lossless, Options, TransportKind,
@@ -109,6 +110,7 @@ fn to_bytes<T: Elem>(v: &[T::Bits]) -> Vec<u8> {
 /// buffer's contents before it (out of place: `dst`; in place: the one buffer).
 fn expected(case: &Case, inputs: &[Vec<u8>], r: usize, initial: &[u8], frame_elems: usize) -> Vec<u8> {
     fn by_op<T: Split>(case: &Case, inputs: &[Vec<u8>], r: usize, initial: &[u8], fe: usize) -> Vec<u8> {
+        // (Avg of an integer is refused by the call: `integers_refuse_avg_and_pre_mul_sum`)
         match case.op {
             ReduceOp::Sum => typed::<T, Sum>(case, inputs, r, initial, fe),
             ReduceOp::Prod => typed::<T, Prod>(case, inputs, r, initial, fe),
@@ -122,7 +124,7 @@ fn expected(case: &Case, inputs: &[Vec<u8>], r: usize, initial: &[u8], frame_ele
         let ins: Vec<&[T::Bits]> = owned.iter().map(Vec::as_slice).collect();
         let mut out = to_bits::<T>(initial);
         let count = case.count;
-        let op = O::new(ins.len() as u32);
+        let op = O::new::<T>(ins.len() as u32);
         match case.kind {
             Kind::Ring => ring_all_reduce_reference::<T, O>(op, &ins, &mut out, fe),
             Kind::TwoShot => two_shot_all_reduce_reference::<T, O>(op, &ins, &mut out, fe),
@@ -147,6 +149,13 @@ fn expected(case: &Case, inputs: &[Vec<u8>], r: usize, initial: &[u8], frame_ele
         DType::F32 => by_op::<F32>(case, inputs, r, initial, frame_elems),
         DType::F8E4M3 => by_op::<F8E4M3>(case, inputs, r, initial, frame_elems),
         DType::F8E5M2 => by_op::<F8E5M2>(case, inputs, r, initial, frame_elems),
+        DType::I8 => by_op::<I8>(case, inputs, r, initial, frame_elems),
+        DType::U8 => by_op::<U8>(case, inputs, r, initial, frame_elems),
+        DType::I32 => by_op::<I32>(case, inputs, r, initial, frame_elems),
+        DType::U32 => by_op::<U32>(case, inputs, r, initial, frame_elems),
+        DType::I64 => by_op::<I64>(case, inputs, r, initial, frame_elems),
+        DType::U64 => by_op::<U64>(case, inputs, r, initial, frame_elems),
+        DType::F64 => by_op::<F64>(case, inputs, r, initial, frame_elems),
     }
 }
 
@@ -381,6 +390,23 @@ fn every_collective_on_6_to_8_ranks() {
     every_collective_on(6..=8);
 }
 
+/// The dtypes without coders (they travel RAW whatever the compression: the forced codecs and
+/// Auto run too) over every collective on 2..=8 ranks: the 8-byte ones take the RAW path's
+/// two-word lanes and one-element tails.
+#[test]
+fn every_collective_of_the_uncoded_dtypes_on_2_to_8_ranks() {
+    for k in 2..=8 {
+        let cases = sweep(
+            k,
+            &[DType::F64, DType::I32, DType::U8, DType::I64],
+            &[ReduceOp::Sum, ReduceOp::Min, ReduceOp::Prod],
+            &compressions(),
+            300 + k as u64,
+        );
+        run_cases(k, Config::sim(), &cases);
+    }
+}
+
 #[test]
 fn every_dtype_and_op_on_3_ranks() {
     let k = 3;
@@ -389,7 +415,11 @@ fn every_dtype_and_op_on_3_ranks() {
     let mut cases = Vec::new();
     let mut i = 0usize;
     for dtype in DType::ALL {
-        for op in ReduceOp::ALL {
+        // (integers have no Avg: `integers_refuse_avg_and_pre_mul_sum` in `comm_api`)
+        for op in ReduceOp::ALL
+            .into_iter()
+            .filter(|&op| !(dtype.is_integer() && op == ReduceOp::Avg))
+        {
             for kind in [Kind::Ring, Kind::TwoShot, Kind::ReduceScatter, Kind::Reduce(i % k)] {
                 // (shifted every 4 calls so each kind gets every size class)
                 let turn = i + i / 4;

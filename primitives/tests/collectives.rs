@@ -9,16 +9,17 @@
 mod common;
 mod sim_net;
 
-use common::{check, check_on, sizes, Rng, COLLECTIVES};
+use common::{check, check_on, sizes, Gen, Rng, COLLECTIVES};
 use sim_net::{Channel, Link};
 use zipcoll_device::codec::{ExpAns, ExpWindow, FixedLen, Huffman};
-use zipcoll_device::dtype::{Bf16, Split, F16, F32, F8E4M3, F8E5M2};
+use zipcoll_device::dtype::{Bf16, F16, F32, F64, F8E4M3, F8E5M2, I32, I64, I8, U32, U64, U8};
 use zipcoll_device::reduce::{Avg, Max, Min, Prod, RedOp, Sum};
 use zipcoll_primitives::collectives::Coll;
 use zipcoll_primitives::prims::{Compression, Force, Off, RawOnly};
+use zipcoll_targets::Word;
 
 /// One case of the sweep: `coll` on `k` ranks with a rotation of parts, in-place and roots.
-fn case<T: Split, O: RedOp, E: Compression>(coll: Coll, k: usize, i: usize, g: &mut Rng) {
+fn case<T: Gen, O: RedOp, E: Compression>(coll: Coll, k: usize, i: usize, g: &mut Rng) {
     let s = sizes(coll, k, g);
     let nparts = [1, 3][i % 2];
     let in_place = coll != Coll::AllToAll && (i / 2) % 2 == 1;
@@ -69,7 +70,7 @@ fn huffman_matches_the_references() {
 }
 
 /// `coll` with `T`, `O` on 3 ranks, several loops, the compression and parts rotating with `i`.
-fn one<T: Split, O: RedOp>(coll: Coll, i: usize, g: &mut Rng) {
+fn one<T: Gen, O: RedOp>(coll: Coll, i: usize, g: &mut Rng) {
     let (k, count) = (3, sizes(coll, 3, g)[3]);
     let nparts = [1, 3][i % 2];
     let in_place = coll != Coll::AllToAll && i % 3 == 1;
@@ -85,7 +86,7 @@ fn one<T: Split, O: RedOp>(coll: Coll, i: usize, g: &mut Rng) {
 }
 
 /// Every operator of `T` over every collective.
-fn every_op<T: Split>(g: &mut Rng) {
+fn every_op<T: Gen>(g: &mut Rng) {
     for (c, coll) in COLLECTIVES.into_iter().enumerate() {
         one::<T, Sum>(coll, c, g);
         one::<T, Prod>(coll, c + 1, g);
@@ -114,6 +115,48 @@ fn every_dtype_and_op_fp8() {
     every_op::<F8E5M2>(&mut g);
 }
 
+/// Every operator but Avg (integers have no average) of the integer `T` over every collective.
+fn every_int_op<T: Gen>(g: &mut Rng) {
+    for (c, coll) in COLLECTIVES.into_iter().enumerate() {
+        one::<T, Sum>(coll, c, g);
+        one::<T, Prod>(coll, c + 1, g);
+        one::<T, Min>(coll, c + 2, g);
+        one::<T, Max>(coll, c + 3, g);
+    }
+}
+
+/// The dtypes without symbol coders, as their kernels run them (`Coding`: RAW frames only),
+/// 2..=8 ranks: 8-byte elements take the RAW fast path's two-word lanes and one-element tail.
+fn raw_only_sweep<T: Gen, O: RedOp>(seed: u64) {
+    let mut g = Rng(seed);
+    for coll in COLLECTIVES {
+        for k in 2..=8 {
+            case::<T, O, RawOnly>(coll, k, k + coll as usize, &mut g);
+        }
+    }
+}
+
+#[test]
+fn every_dtype_and_op_f64() {
+    every_op::<F64>(&mut Rng(15));
+    raw_only_sweep::<F64, Sum>(16);
+    raw_only_sweep::<F64, Avg>(17);
+}
+
+#[test]
+fn every_dtype_and_op_integers() {
+    let mut g = Rng(18);
+    every_int_op::<I8>(&mut g);
+    every_int_op::<U8>(&mut g);
+    every_int_op::<I32>(&mut g);
+    every_int_op::<U32>(&mut g);
+    every_int_op::<I64>(&mut g);
+    every_int_op::<U64>(&mut g);
+    raw_only_sweep::<I64, Sum>(19);
+    raw_only_sweep::<U8, Max>(20);
+    raw_only_sweep::<I32, Min>(21);
+}
+
 #[test]
 fn one_rank_is_a_local_copy() {
     let mut g = Rng(14);
@@ -128,13 +171,14 @@ fn one_rank_is_a_local_copy() {
 
 #[test]
 fn the_inputs_hold_special_values() {
-    fn has<T: Split>() {
+    fn has<T: Gen>() {
         let x = common::input::<T>(1, 400, 0);
-        let f: Vec<f32> = x.iter().map(|&b| T::to_f32(b)).collect();
+        let value = |b: T::Bits| T::DTYPE.float_value(b.to_bits64()).unwrap();
+        let f: Vec<f64> = x.iter().map(|&b| value(b)).collect();
         assert!(f.iter().any(|v| v.is_nan()), "{:?}", T::DTYPE);
         assert!(f.iter().any(|v| *v == 0.0 && v.is_sign_negative()), "{:?}", T::DTYPE);
         assert!(f.iter().any(|v| *v != 0.0 && v.is_finite()), "{:?}", T::DTYPE);
-        let nans: Vec<_> = x.iter().filter(|&&b| T::to_f32(b).is_nan()).collect();
+        let nans: Vec<_> = x.iter().filter(|&&b| value(b).is_nan()).collect();
         assert!(
             nans.windows(2).any(|w| w[0] != w[1]),
             "{:?}: one NaN payload only",
@@ -146,6 +190,7 @@ fn the_inputs_hold_special_values() {
     has::<F32>();
     has::<F8E4M3>();
     has::<F8E5M2>();
+    has::<F64>();
     let inf = common::input::<F32>(0, 400, 0);
     assert!(inf.iter().any(|&b| f32::from_bits(b).is_infinite()));
 }

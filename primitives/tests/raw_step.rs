@@ -9,11 +9,11 @@
 mod common;
 mod sim_net;
 
-use common::input;
+use common::{input, Gen};
 use zipcoll_device::codec::{encode_frame, encode_raw_frame, max_encoded_len, ExpAns, LaneOut};
-use zipcoll_device::dtype::{Bf16, Elem, Split, F16, F32, F8E4M3, F8E5M2};
+use zipcoll_device::dtype::{Bf16, Elem, F16, F32, F64, F8E4M3, F8E5M2, I64, I8, U32};
 use zipcoll_device::frame::{checksum, HEADER_BYTES};
-use zipcoll_device::reduce::{Avg, Max, RedOp, Sum};
+use zipcoll_device::reduce::{Avg, Max, Min, Prod, RedOp, Sum};
 use zipcoll_primitives::prims::raw::{combine_send, raw_frame_checksum, recv_checksum, RawStep};
 use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
 
@@ -36,7 +36,7 @@ fn on_warp<const W: u32>(f: impl Fn(SimWarp<W>) + Sync) {
 }
 
 /// The RAW frame of `values` as `encode_raw_frame` writes it.
-fn raw_frame<T: Split>(values: &[T::Bits]) -> Vec<u8>
+fn raw_frame<T: Gen>(values: &[T::Bits]) -> Vec<u8>
 where
     T::Bits: Sync,
 {
@@ -76,7 +76,7 @@ impl<P: Copy> Shared<P> {
 /// One flag combination of one dtype and operator over `n` elements, on warps of `W` lanes.
 fn check<
     const W: u32,
-    T: Split,
+    T: Gen,
     O: RedOp + Sync,
     const RECV: bool,
     const REDUCE: bool,
@@ -88,7 +88,7 @@ fn check<
 ) where
     T::Bits: Sync,
 {
-    let op = O::new(3);
+    let op = O::new::<T>(3);
     let size = T::DTYPE.size_bytes();
     let received: Vec<T::Bits> = input::<T>(1, n, n as u64);
     let mine: Vec<T::Bits> = input::<T>(2, n, 7);
@@ -166,7 +166,7 @@ fn check<
     }
 }
 
-fn every_flag<const W: u32, T: Split, O: RedOp + Sync>()
+fn every_flag<const W: u32, T: Gen, O: RedOp + Sync>()
 where
     T::Bits: Sync,
 {
@@ -199,6 +199,12 @@ fn the_fast_path_writes_what_the_general_path_defines() {
     every_flag::<32, F8E5M2, Max>();
     every_flag::<64, Bf16, Sum>();
     every_flag::<64, F8E4M3, Avg>();
+    every_flag::<32, F64, Sum>();
+    every_flag::<32, F64, Avg>();
+    every_flag::<32, I64, Max>();
+    every_flag::<64, F64, Min>();
+    every_flag::<32, U32, Prod>();
+    every_flag::<32, I8, Min>();
 }
 
 #[test]
@@ -266,7 +272,7 @@ fn a_payload_that_does_not_match_its_checksum_is_seen() {
                 let got = recv_checksum::<_, F32>(w, bytes.get().add(HEADER_BYTES).cast(), n);
                 assert_ne!(got, stored, "flip at {flip}");
                 // the one-pass step sees it too (and its caller then publishes nothing)
-                let sums = combine_send::<_, F32, Sum, true, true, true, false>(w, Sum::new(2), step.as_ref());
+                let sums = combine_send::<_, F32, Sum, true, true, true, false>(w, Sum::new::<F32>(2), step.as_ref());
                 assert_eq!(sums.received, Some(got), "flip at {flip}");
             }
         });
@@ -302,8 +308,9 @@ fn a_step_that_does_not_verify_takes_no_received_checksum() {
             on_warp::<32>(|w| {
                 // SAFETY: the payload holds `n` aligned elements; `src` and the send slot hold
                 // `n` elements (the slot a whole frame).
-                let sums =
-                    unsafe { combine_send::<_, F32, Sum, true, true, true, false>(w, Sum::new(2), step.as_ref()) };
+                let sums = unsafe {
+                    combine_send::<_, F32, Sum, true, true, true, false>(w, Sum::new::<F32>(2), step.as_ref())
+                };
                 *received.lock().unwrap() = Some(sums.received);
             });
             let received = received.into_inner().unwrap().expect("the warp ran");

@@ -237,7 +237,7 @@ fn copy_send_then_recv_reduce_copy() {
         // on its ring channel (to 1), rank 1 only receives on its own (from 0).
         unsafe {
             let ch: &ChannelDesc = &*work.channels;
-            let mut p = Prims::<_, Bf16, Sum, Force<ExpWindow>>::new(w, ch, Sum::new(2), n).unwrap();
+            let mut p = Prims::<_, Bf16, Sum, Force<ExpWindow>>::new(w, ch, Sum::new::<Bf16>(2), n).unwrap();
             let (src, out) = (work.src.cast::<u16>(), work.dst.cast::<u16>());
             if r == 0 {
                 p.copy_send(src, out, n).unwrap();

@@ -237,32 +237,22 @@ fn check_frame_elems(dtypes: impl IntoIterator<Item = DType>, frame_elems: &[usi
         if let Some(fe) = frame_elems.iter().find(|&&fe| fe > most) {
             return Err(Fail::Usage(format!(
                 "--frame-elems {fe}: frames of {} hold at most {most} elements (1 GiB)",
-                dtype_name(dtype)
+                dtype.name()
             )));
         }
     }
     Ok(())
 }
 
-fn dtype_name(d: DType) -> &'static str {
-    match d {
-        DType::Bf16 => "bf16",
-        DType::F16 => "f16",
-        DType::F32 => "f32",
-        DType::F8E4M3 => "f8e4m3",
-        DType::F8E5M2 => "f8e5m2",
-    }
-}
-
 fn parse_dtypes(names: &[String]) -> Res<Vec<DType>> {
     let mut out = Vec::new();
     for name in names {
         match name.trim() {
-            "all" => out.extend(DType::ALL),
+            "all" => out.extend(DType::CODED),
             n => out.push(
-                DType::ALL
+                DType::CODED
                     .into_iter()
-                    .find(|d| dtype_name(*d) == n)
+                    .find(|d| d.name() == n)
                     .ok_or_else(|| Fail::Usage(format!("unknown dtype {n:?} (bf16, f16, f32, f8e4m3, f8e5m2, all)")))?,
             ),
         }
@@ -356,9 +346,9 @@ fn inputs(args: &CodecArgs) -> Res<Vec<MakeInput>> {
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let dtype = DType::ALL
+            let dtype = DType::CODED
                 .into_iter()
-                .find(|d| stem.ends_with(&format!("_{}", dtype_name(*d))));
+                .find(|d| stem.ends_with(&format!("_{}", d.name())));
             let Some(dtype) = dtype else {
                 eprintln!("skipping {}: its name does not end in _<dtype>", path.display());
                 continue;
@@ -460,7 +450,7 @@ impl Row {
         let (fine, coarse) = if csv { (6, 3) } else { (4, 2) };
         let mut cells = vec![
             self.data.clone(),
-            dtype_name(self.dtype).to_owned(),
+            self.dtype.name().to_owned(),
             self.codec_label(),
             self.bytes.to_string(),
             self.frame_elems.to_string(),
@@ -603,7 +593,7 @@ fn run_codec(args: &CodecArgs) -> Res<()> {
         let Input { label, dtype, data } = make()?;
         let n = data.len() / dtype.size_bytes();
         if n == 0 {
-            eprintln!("skipping {label} {}: no elements", dtype_name(dtype));
+            eprintln!("skipping {label} {}: no elements", dtype.name());
             continue;
         }
         let input = cc.gpu().stream().clone_htod(&data).map_err(driver("cuMemcpyHtoD"))?;
@@ -638,7 +628,7 @@ fn run_codec(args: &CodecArgs) -> Res<()> {
                 eprintln!(
                     "{:<14} {:<7} {:<9} {:>11} B  frame {:>6}  ratio {:.4}  encode {:>8.2} GB/s  decode {:>8.2} GB/s  memcpy {:>8.2} GB/s  {}",
                     row.data,
-                    dtype_name(dtype),
+                    dtype.name(),
                     row.codec_label(),
                     row.bytes,
                     frame_elems,
@@ -793,7 +783,7 @@ fn run_crosscheck(args: &CrossArgs) -> Res<()> {
                     };
                     say!(
                         "{verdict} {:<7} {:<9} {:<5} {:<8} {:>9} B: {text}",
-                        dtype_name(dtype),
+                        dtype.name(),
                         codec_name(codec),
                         unit.name(),
                         kind,
@@ -837,7 +827,7 @@ mod tests {
             Some(vec![None, Some(CodecId::Huffman)])
         );
         assert!(parse_codecs(&names(&["zstd"])).is_err());
-        assert_eq!(parse_dtypes(&names(&["all"])).ok(), Some(DType::ALL.to_vec()));
+        assert_eq!(parse_dtypes(&names(&["all"])).ok(), Some(DType::CODED.to_vec()));
         assert_eq!(parse_dtypes(&names(&["f8e4m3"])).ok(), Some(vec![DType::F8E4M3]));
         assert!(parse_dtypes(&names(&["fp8"])).is_err());
     }

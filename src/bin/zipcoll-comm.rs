@@ -153,18 +153,19 @@ struct CheckArgs {
     /// Writes each rank's inputs and outputs of the NCCL-comparable cases here.
     #[arg(long)]
     dump: Option<PathBuf>,
-    /// A representative subset: every collective and compression with bf16 sum, f32 max and
-    /// f8e4m3 sum at 1, 1000 and 40000 elements (the filters still apply).
+    /// A representative subset: every collective and compression with bf16 sum, f32 max,
+    /// f8e4m3 sum and f64 sum at 1, 1000 and 40000 elements (the filters still apply).
     #[arg(long)]
     quick: bool,
     /// Only these collectives (all_reduce selects both algorithms).
     #[arg(long, value_enum, value_delimiter = ',')]
     coll: Vec<CollName>,
-    /// Only these dtypes: bf16, f16, f32, f8e4m3, f8e5m2.
+    /// Only these dtypes: bf16, f16, f32, f8e4m3, f8e5m2, i8, u8, i32, u32, i64, u64, f64.
     #[arg(long, value_delimiter = ',', value_parser = parse_dtype)]
     dtype: Vec<DType>,
     /// Only these reductions. With --dtype: exactly those pairs; alone, each picks from the
-    /// default pairs (bf16 with every op; f32, f16 and f8e4m3 with sum and max).
+    /// default pairs (bf16 with every op; f32, f16 and f8e4m3 with sum and max; f64 and i64
+    /// with sum and min, u8 with max, i32 with prod).
     #[arg(long, value_enum, value_delimiter = ',')]
     op: Vec<OpName>,
     /// Only these compressions.
@@ -270,16 +271,13 @@ impl PolicyName {
     }
 }
 
-/// The CLI name of `dtype`.
-fn dtype_name(dtype: DType) -> String {
-    format!("{dtype:?}").to_ascii_lowercase()
+fn parse_dtype(s: &str) -> Result<DType, String> {
+    DType::from_name(s).ok_or_else(|| format!("unknown dtype {s:?} ({})", dtype_names()))
 }
 
-fn parse_dtype(s: &str) -> Result<DType, String> {
-    DType::ALL
-        .into_iter()
-        .find(|&d| dtype_name(d) == s.trim().to_ascii_lowercase())
-        .ok_or_else(|| format!("unknown dtype {s:?} (bf16, f16, f32, f8e4m3, f8e5m2)"))
+/// Every dtype's name, for messages.
+fn dtype_names() -> String {
+    DType::ALL.map(DType::name).join(", ")
 }
 
 /// The most elements per rank `check --count` takes: the check holds every rank's input in
@@ -454,13 +452,20 @@ fn seed(parts: &[&str], count: usize, rank: usize) -> u64 {
         })
 }
 
-/// The (dtype, op) pairs of the full check: bf16 with every op, the other checked dtypes with
-/// sum and max.
+/// The (dtype, op) pairs of the full check: bf16 with every op, the other coded float dtypes
+/// with sum and max; of the dtypes without coders (RAW-only kernels) the 8-byte ones with sum
+/// and min, and one op each of the 1- and 4-byte integers.
 fn default_combos() -> Vec<(DType, ReduceOp)> {
     [DType::Bf16, DType::F32, DType::F16, DType::F8E4M3]
         .into_iter()
         .flat_map(|d| [ReduceOp::Sum, ReduceOp::Max].map(|o| (d, o)))
         .chain([ReduceOp::Prod, ReduceOp::Min, ReduceOp::Avg].map(|o| (DType::Bf16, o)))
+        .chain(
+            [DType::F64, DType::I64]
+                .into_iter()
+                .flat_map(|d| [ReduceOp::Sum, ReduceOp::Min].map(|o| (d, o))),
+        )
+        .chain([(DType::U8, ReduceOp::Max), (DType::I32, ReduceOp::Prod)])
         .collect()
 }
 
@@ -492,6 +497,7 @@ impl Selection {
                 (DType::Bf16, ReduceOp::Sum),
                 (DType::F32, ReduceOp::Max),
                 (DType::F8E4M3, ReduceOp::Sum),
+                (DType::F64, ReduceOp::Sum),
             ],
             _ => default_combos()
                 .into_iter()

@@ -153,7 +153,7 @@ impl Pool {
             return Err(Fail::Usage(format!(
                 "{}: no {} elements in it",
                 path.display(),
-                input::dtype_name(cli.dtype)
+                cli.dtype.name()
             )));
         }
         let names: Vec<&str> = tensors.iter().take(3).map(|t| t.name.as_str()).collect();
@@ -387,7 +387,7 @@ fn on_rank(comm: Communicator, cli: &Cli, pool: Option<&Pool>) -> Result<bool, E
             "{:?}, {k} ranks over {:?}, {}",
             cli.coll,
             comm.transport(),
-            input::dtype_name(cli.dtype)
+            cli.dtype.name()
         );
         let drawn = plot::draw(path, &title, &lines).map_err(|e| Error::Io {
             what: "--plot".into(),
@@ -627,7 +627,7 @@ const CSV_COLUMNS: [&str; 14] = [
 /// Rank 0's line (a table row, a JSON object or CSV values) for `row`.
 fn report(cli: &Cli, k: usize, row: &Row) {
     let (algbw, busbw) = bandwidths(cli, k, row);
-    let dtype = input::dtype_name(cli.dtype);
+    let dtype = cli.dtype.name();
     let redop = match cli.coll.reduces() {
         true => format!("{:?}", cli.op).to_ascii_lowercase(),
         false => "none".to_owned(),

@@ -120,7 +120,7 @@ pub fn encode_block_frame_with<W: Warp, T: Split>(
     out: LaneOut<'_>,
 ) -> Option<Result<usize, FrameError>> {
     match id {
-        CodecId::ExpAns => Some(encode_block_frame::<W, T, ExpAns>(w, scratch, input, out)),
+        CodecId::ExpAns if T::DTYPE.coded() => Some(encode_block_frame::<W, T, ExpAns>(w, scratch, input, out)),
         _ => None,
     }
 }
@@ -436,7 +436,10 @@ pub fn decode_block_frame<W: Warp, T: Split>(
             }
             copy_summed(w, payload, out, 0, raw_bytes)
         }
-        Some(CodecId::ExpAns) => decode_split::<W, T, ExpAns>(w, scratch, tmp, &h, n, payload, out)?,
+        Some(CodecId::ExpAns) if T::DTYPE.coded() => {
+            decode_split::<W, T, ExpAns>(w, scratch, tmp, &h, n, payload, out)?
+        }
+        Some(codec @ CodecId::ExpAns) => return Err(FrameError::CodecNotBuilt { codec }),
         _ => return Err(FrameError::UnknownCodec { found: h.codec }),
     };
     // SAFETY: `tmp` is this call's; at most REDUCE_WORDS warps.

@@ -23,7 +23,9 @@
 //! bytes).
 //!
 //! A split frame is emitted only if it is smaller than the data (`payload_bytes < raw_bytes`);
-//! otherwise, or if the coder runs out of room, the frame is RAW. So a frame is never longer than
+//! otherwise, or if the coder runs out of room, the frame is RAW. Frames of a dtype without
+//! coders (`DType::coded`: the integers and f64) are always RAW, and a coded frame of one is
+//! [`FrameError::CodecNotBuilt`] to the decoder. So a frame is never longer than
 //! [`max_encoded_len`]. The header's `raw_checksum` is [`crate::frame::checksum`] of the
 //! elements' bytes, computed by the warp ([`warp_checksum_words`]); the decoder recomputes it
 //! over what it wrote.
@@ -71,6 +73,10 @@ fn elem_bits<T: Elem>(input: &[T::Bits], k: usize) -> u64 {
 #[inline(always)]
 fn input_le_word<T: Elem>(input: &[T::Bits], j: usize) -> u32 {
     let size = T::DTYPE.size_bytes();
+    if size > 4 {
+        // half of one element: its low word for even `j`, its high word for odd
+        return (elem_bits::<T>(input, 4 * j / size) >> (8 * (4 * j % size))) as u32;
+    }
     let per = 4 / size;
     let mut v = 0u32;
     for k in 0..per {
@@ -190,8 +196,8 @@ pub fn encode_frame<W: Warp, T: Split, C: SymbolCoder>(
     // every lane: raw_bytes and checksum of the whole input
     let words = input.len().div_ceil(T::ELEMS_PER_WORD);
     let plane_bytes = packed_bytes(words, T::RAW_BITS);
-    if plane_bytes >= raw_bytes as usize {
-        // nothing to gain (also n == 0)
+    if plane_bytes >= raw_bytes as usize || !T::DTYPE.coded() {
+        // nothing to gain (also n == 0), or no coder for the dtype (`DType::coded`)
         return Ok(raw_frame::<W, T>(w, input, raw_bytes, checksum, out));
     }
     let lane = w.lane_id() as usize;
@@ -367,7 +373,7 @@ fn decode_frame_of<W: Warp, T: Split, const CODED: bool>(
     let (h, n, payload) = parse_for::<T>(frame, FRAME_VERSION, out.len())?;
     let raw_bytes = h.raw_bytes as usize;
     let codec = h.codec_id().ok_or(FrameError::UnknownCodec { found: h.codec })?;
-    if codec != CodecId::Raw && !CODED {
+    if codec != CodecId::Raw && !(CODED && T::DTYPE.coded()) {
         return Err(FrameError::CodecNotBuilt { codec });
     }
     crate::with_symbol_coder!(codec, |C| decode_split::<W, T, C>(w, &h, n, payload, out)?, raw => decode_raw(w, &h, payload, out)?);

@@ -5,8 +5,9 @@
 //! | value     | sign | exponent | mantissa |
 //! | split     | raw bit 7 | symbol | raw bits 6..0 |
 
+use super::arith::f32_arith;
 use super::round::narrow_magnitude;
-use super::{DType, Elem, Split};
+use super::{DType, Elem, F32Exact, Split};
 
 /// bfloat16. `to_f32` is a plain shift; `from_f32` rounds to nearest even, overflows to ±inf,
 /// and maps every NaN to `0x7FFF` as CUDA's `__float2bfloat16_rn` does.
@@ -16,6 +17,10 @@ pub struct Bf16;
 impl Elem for Bf16 {
     type Bits = u16;
     const DTYPE: DType = DType::Bf16;
+    f32_arith!();
+}
+
+impl F32Exact for Bf16 {
     const CANONICAL_NAN: u16 = 0x7FFF;
 
     #[inline(always)]

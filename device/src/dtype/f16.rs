@@ -5,8 +5,9 @@
 //! | value     | sign | exponent | mantissa |
 //! | split     | raw bit 10 | symbol (5 bits) | raw bits 9..0 |
 
+use super::arith::f32_arith;
 use super::round::{narrow_magnitude, widen_magnitude};
-use super::{DType, Elem, Split, F32_CANONICAL_NAN};
+use super::{DType, Elem, F32Exact, Split, F32_CANONICAL_NAN};
 
 /// IEEE binary16. `to_f32` is exact, subnormals included, and maps every NaN to f32's canonical
 /// `0x7FFF_FFFF` (as `cvt.f32.f16` does); `from_f32` rounds to nearest even, overflows to ±inf,
@@ -17,6 +18,10 @@ pub struct F16;
 impl Elem for F16 {
     type Bits = u16;
     const DTYPE: DType = DType::F16;
+    f32_arith!();
+}
+
+impl F32Exact for F16 {
     const CANONICAL_NAN: u16 = 0x7FFF;
 
     #[inline(always)]

@@ -5,7 +5,8 @@
 //! | value     | sign | exponent | mantissa |
 //! | split     | raw bit 23 | symbol | raw bits 22..0 |
 
-use super::{DType, Elem, Split, F32_CANONICAL_NAN};
+use super::arith::f32_arith;
+use super::{DType, Elem, F32Exact, Split, F32_CANONICAL_NAN};
 
 /// IEEE binary32; both conversions are the identity on bits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -14,6 +15,10 @@ pub struct F32;
 impl Elem for F32 {
     type Bits = u32;
     const DTYPE: DType = DType::F32;
+    f32_arith!();
+}
+
+impl F32Exact for F32 {
     const CANONICAL_NAN: u32 = F32_CANONICAL_NAN;
 
     #[inline(always)]

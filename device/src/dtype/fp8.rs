@@ -20,8 +20,9 @@
 //! For e4m3 the symbol is both exponents whole; for e5m2 (10 exponent bits, too many for a
 //! byte) it is both exponents' top four bits, and their least significant bits travel in raw.
 
+use super::arith::f32_arith;
 use super::round::{narrow_magnitude, widen_magnitude};
-use super::{DType, Elem, Split, F32_CANONICAL_NAN};
+use super::{DType, Elem, F32Exact, Split, F32_CANONICAL_NAN};
 
 /// Two fp8 values as the `u16` word that [`Split`] acts on: `lo` is the earlier element.
 #[inline(always)]
@@ -52,7 +53,7 @@ const fn join_pair(symbol: u8, raw: u8) -> u16 {
     pack_pair(lo, hi)
 }
 
-/// The NaN both formats produce: all bits set but the sign ([`Elem::CANONICAL_NAN`]).
+/// The NaN both formats produce: all bits set but the sign ([`F32Exact::CANONICAL_NAN`]).
 const NAN: u8 = 0x7F;
 
 /// The bit layout and special values of an fp8 format: all that its conversions (in `fp8!`)
@@ -90,7 +91,7 @@ const E5M2: Format = Format {
     overflow: 0x7C,
 };
 
-/// `impl Elem` and `impl Split` for the fp8 type `$t` of format `$format`, one definition for
+/// `impl Elem`, `impl F32Exact` and `impl Split` for the fp8 type `$t` of format `$format`, one definition for
 /// both formats. `to_f32` is exact and maps every NaN to f32's canonical NaN; `from_f32` rounds
 /// to nearest even, overflow becomes `$format.overflow` with the input's sign, a NaN becomes
 /// `NAN` whatever its sign. Values split in pairs (`split_pair`).
@@ -104,6 +105,10 @@ macro_rules! fp8 {
         impl Elem for $t {
             type Bits = u8;
             const DTYPE: DType = $dtype;
+            f32_arith!();
+        }
+
+        impl F32Exact for $t {
             const CANONICAL_NAN: u8 = NAN;
 
             #[inline(always)]

@@ -1,16 +1,23 @@
-//! Element types: the storage word of each float type, its split into an exponent symbol plus
-//! the remaining raw bits, and its conversions through `f32`.
+//! Element types: the storage word of each type, its reduction arithmetic, its split into a
+//! symbol plus the remaining raw bits, and, for the float types reduced through `f32`, their
+//! conversions.
 //!
-//! | type       | `Bits` | one `Elem` value is   | split word          | exponent symbol         | raw bits                 |
-//! |------------|--------|-----------------------|---------------------|-------------------------|--------------------------|
-//! | [`Bf16`]   | `u16`  | one bfloat16          | one value (`u16`)   | 8-bit exponent          | sign + 7 mantissa (`u8`) |
-//! | [`F16`]    | `u16`  | one IEEE binary16     | one value (`u16`)   | 5-bit exponent          | sign + 10 mantissa (`u16`) |
-//! | [`F32`]    | `u32`  | one IEEE binary32     | one value (`u32`)   | 8-bit exponent          | sign + 23 mantissa (`u32`) |
-//! | [`F8E4M3`] | `u8`   | one OCP fp8 e4m3 (FN) | two values (`u16`)  | both 4-bit exponents    | 2 signs + 2x3 mantissa (`u8`) |
-//! | [`F8E5M2`] | `u8`   | one OCP fp8 e5m2      | two values (`u16`)  | both exponents' top 4 bits | 2 signs + 2 exponent LSBs + 2x2 mantissa (`u8`) |
+//! | type       | `Bits` | one `Elem` value is   | reduced        | split word          | symbol                  | raw bits                 |
+//! |------------|--------|-----------------------|----------------|---------------------|-------------------------|--------------------------|
+//! | [`Bf16`]   | `u16`  | one bfloat16          | through f32    | one value (`u16`)   | 8-bit exponent          | sign + 7 mantissa (`u8`) |
+//! | [`F16`]    | `u16`  | one IEEE binary16     | through f32    | one value (`u16`)   | 5-bit exponent          | sign + 10 mantissa (`u16`) |
+//! | [`F32`]    | `u32`  | one IEEE binary32     | natively       | one value (`u32`)   | 8-bit exponent          | sign + 23 mantissa (`u32`) |
+//! | [`F8E4M3`] | `u8`   | one OCP fp8 e4m3 (FN) | through f32    | two values (`u16`)  | both 4-bit exponents    | 2 signs + 2x3 mantissa (`u8`) |
+//! | [`F8E5M2`] | `u8`   | one OCP fp8 e5m2      | through f32    | two values (`u16`)  | both exponents' top 4 bits | 2 signs + 2 exponent LSBs + 2x2 mantissa (`u8`) |
+//! | [`F64`]    | `u64`  | one IEEE binary64     | natively       | one value (`u64`)   | exponent's top 8 bits   | sign + 3 exponent LSBs + 52 mantissa (`u64`) |
+//! | [`I8`], [`U8`] | `u8` | one two's-complement / unsigned byte | wrapping | two values (`u16`) | both high nibbles | both low nibbles (`u8`) |
+//! | [`I32`], [`U32`] | `u32` | one 32-bit integer | wrapping      | one value (`u32`)   | top byte                | low 24 bits (`u32`)      |
+//! | [`I64`], [`U64`] | `u64` | one 64-bit integer | wrapping      | one value (`u64`)   | top byte                | low 56 bits (`u64`)      |
 //!
 //! Every split is exact: `join(split(x)) == x` for every bit pattern, NaN payloads and -0.0
-//! included ([`Split`]). The fp8 layouts are tabled in [`F8E4M3`] and [`F8E5M2`].
+//! included ([`Split`]). The fp8 layouts are tabled in [`F8E4M3`] and [`F8E5M2`]. The symbol
+//! coders are built for the types reduced through or as f32 ([`DType::coded`]); the others move
+//! as RAW frames, their splits defined so that coders can be added without a format change.
 //!
 //! Conversions are integer bit manipulation only (no `f16` type, no float-to-half casts), so
 //! the same code gives the same bits on GPUs and on the host. Finite values convert exactly
@@ -24,29 +31,35 @@
 //! | e4m3   | ±NaN (`S.1111.111`)    | `0x7F`          | `0x7FFF_FFFF`            | `__nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E4M3)` for numbers; `cvt.rn.satfinite.e4m3x2.f32` for NaN; `cvt.rn.f16x2.e4m3x2` |
 //! | e5m2   | ±inf                   | `0x7F`          | `0x7FFF_FFFF`            | `__nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E5M2)` for numbers; `cvt.rn.satfinite.e5m2x2.f32` for NaN; `cvt.rn.f16x2.e5m2x2` |
 //!
-//! Every type's [`Elem::CANONICAL_NAN`] is all bits set but the sign, and `from_f32(NaN)` returns
-//! it for any sign and payload (the fp8 software conversion in `cuda_fp8.hpp` would keep a NaN's
-//! sign; the hardware `cvt` does not, and neither do we). Reductions return it for every NaN
-//! result ([`crate::reduce`]). Every cell but the fp8 overflow column (the hardware fp8 `cvt`
-//! only saturates) was checked bit for bit against the named `cvt` instructions on an sm_90 GPU.
+//! Every float type's canonical NaN ([`F32Exact::CANONICAL_NAN`], f64's `0x7FFF_FFFF_FFFF_FFFF`)
+//! is all bits set but the sign, and `from_f32(NaN)` returns it for any sign and payload (the
+//! fp8 software conversion in `cuda_fp8.hpp` would keep a NaN's sign; the hardware `cvt` does
+//! not, and neither do we). Reductions return it for every NaN result ([`crate::reduce`]).
+//! Every cell but the fp8 overflow column (the hardware fp8 `cvt` only saturates) was checked
+//! bit for bit against the named `cvt` instructions on an sm_90 GPU.
 
+mod arith;
 mod bf16;
 mod f16;
 mod f32;
+mod f64;
 mod fp8;
+mod int;
 mod round;
 
 pub use self::bf16::Bf16;
 pub use self::f16::F16;
 pub use self::f32::F32;
+pub use self::f64::F64;
 pub use self::fp8::{pack_pair, unpack_pair, F8E4M3, F8E5M2};
+pub use self::int::{I32, I64, I8, U32, U64, U8};
 
 use core::fmt::Debug;
 use zipcoll_targets::Word;
 
 /// The bytes of `elems` (little-endian on every target zipcoll runs on).
 pub fn elem_bytes<T: Elem>(elems: &[T::Bits]) -> &[u8] {
-    // SAFETY: `T::Bits` is a plain integer (u8, u16 or u32): every byte is initialized, u8 has
+    // SAFETY: `T::Bits` is a plain integer (u8, u16, u32 or u64): every byte is initialized, u8 has
     // no alignment, and the length is the slice's size in bytes.
     unsafe { core::slice::from_raw_parts(elems.as_ptr().cast::<u8>(), core::mem::size_of_val(elems)) }
 }
@@ -63,65 +76,174 @@ pub enum DType {
     F32 = 2,
     F8E4M3 = 3,
     F8E5M2 = 4,
+    I8 = 5,
+    U8 = 6,
+    I32 = 7,
+    U32 = 8,
+    I64 = 9,
+    U64 = 10,
+    F64 = 11,
 }
 
 impl DType {
     /// Every dtype, in discriminant order.
-    pub const ALL: [DType; 5] = [DType::Bf16, DType::F16, DType::F32, DType::F8E4M3, DType::F8E5M2];
+    pub const ALL: [DType; 12] = [
+        DType::Bf16,
+        DType::F16,
+        DType::F32,
+        DType::F8E4M3,
+        DType::F8E5M2,
+        DType::I8,
+        DType::U8,
+        DType::I32,
+        DType::U32,
+        DType::I64,
+        DType::U64,
+        DType::F64,
+    ];
+
+    /// The dtypes the symbol coders are built for ([`DType::coded`]), in discriminant order.
+    pub const CODED: [DType; 5] = [DType::Bf16, DType::F16, DType::F32, DType::F8E4M3, DType::F8E5M2];
+
     /// The dtype whose `as u8` is `v`, if any.
     pub fn from_u8(v: u8) -> Option<DType> {
         DType::ALL.into_iter().find(|d| *d as u8 == v)
     }
 
-    /// The element whose storage word is the low [`DType::size_bytes`] bytes of `bits`,
-    /// widened to `f32` exactly ([`Elem::to_f32`]).
-    pub fn to_f32(self, bits: u32) -> f32 {
+    /// Its name in symbols, on command lines and in docs: `bf16`, `f16`, `f32`, `f8e4m3`,
+    /// `f8e5m2`, `i8`, `u8`, `i32`, `u32`, `i64`, `u64`, `f64`.
+    pub const fn name(self) -> &'static str {
         match self {
-            DType::Bf16 => Bf16::to_f32(bits as u16),
-            DType::F16 => F16::to_f32(bits as u16),
-            DType::F32 => F32::to_f32(bits),
-            DType::F8E4M3 => F8E4M3::to_f32(bits as u8),
-            DType::F8E5M2 => F8E5M2::to_f32(bits as u8),
+            DType::Bf16 => "bf16",
+            DType::F16 => "f16",
+            DType::F32 => "f32",
+            DType::F8E4M3 => "f8e4m3",
+            DType::F8E5M2 => "f8e5m2",
+            DType::I8 => "i8",
+            DType::U8 => "u8",
+            DType::I32 => "i32",
+            DType::U32 => "u32",
+            DType::I64 => "i64",
+            DType::U64 => "u64",
+            DType::F64 => "f64",
         }
+    }
+
+    /// The dtype whose [`DType::name`] is `name`, ignoring ASCII case.
+    pub fn from_name(name: &str) -> Option<DType> {
+        DType::ALL
+            .into_iter()
+            .find(|d| d.name().eq_ignore_ascii_case(name.trim()))
     }
 
     /// Bytes of one element.
     pub const fn size_bytes(self) -> usize {
         match self {
+            DType::F8E4M3 | DType::F8E5M2 | DType::I8 | DType::U8 => 1,
             DType::Bf16 | DType::F16 => 2,
-            DType::F32 => 4,
-            DType::F8E4M3 | DType::F8E5M2 => 1,
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F64 | DType::I64 | DType::U64 => 8,
         }
+    }
+
+    /// Whether it is an integer type (reduced with wrapping arithmetic; no average).
+    pub const fn is_integer(self) -> bool {
+        matches!(
+            self,
+            DType::I8 | DType::U8 | DType::I32 | DType::U32 | DType::I64 | DType::U64
+        )
+    }
+
+    /// Whether the symbol coders are built for it: the float types reduced through or as f32.
+    /// Frames of the others are RAW (the collectives send them RAW whatever the policy).
+    pub const fn coded(self) -> bool {
+        matches!(
+            self,
+            DType::Bf16 | DType::F16 | DType::F32 | DType::F8E4M3 | DType::F8E5M2
+        )
+    }
+
+    /// The operator scalar ([`Elem::scale`]'s `scalar`) of the float `s` for this type: `s` as
+    /// f32 bits for the types reduced through f32, as f64 bits for f64; `None` for integers.
+    pub fn scalar_bits(self, s: f64) -> Option<u64> {
+        match self {
+            DType::F64 => Some(s.to_bits()),
+            d if d.is_integer() => None,
+            _ => Some(u64::from((s as f32).to_bits())),
+        }
+    }
+
+    /// The operator scalar of an average over `nranks` contributions: `1 / nranks` computed in
+    /// the type's arithmetic (`1.0f32 / nranks as f32` for the types reduced through f32, as
+    /// NCCL does; `+inf` for `nranks = 0`, no panic); `None` for integers, which NCCL averages
+    /// by dividing the sum, an operator zipcoll does not build.
+    pub fn avg_scalar(self, nranks: u32) -> Option<u64> {
+        match self {
+            DType::F64 => Some((1.0 / f64::from(nranks)).to_bits()),
+            d if d.is_integer() => None,
+            _ => Some(u64::from((1.0 / nranks as f32).to_bits())),
+        }
+    }
+
+    /// The value of the element whose storage word is the low [`DType::size_bytes`] bytes of
+    /// `bits`, as an `f64`: exact for every float type (NaN stays NaN); `None` for integers.
+    pub fn float_value(self, bits: u64) -> Option<f64> {
+        Some(match self {
+            DType::Bf16 => f64::from(Bf16::to_f32(bits as u16)),
+            DType::F16 => f64::from(F16::to_f32(bits as u16)),
+            DType::F32 => f64::from(F32::to_f32(bits as u32)),
+            DType::F8E4M3 => f64::from(F8E4M3::to_f32(bits as u8)),
+            DType::F8E5M2 => f64::from(F8E5M2::to_f32(bits as u8)),
+            DType::F64 => f64::from_bits(bits),
+            _ => return None,
+        })
     }
 }
 
-/// A float element type, described by its storage word.
+/// An element type, described by its storage word, with the arithmetic of the reductions
+/// ([`crate::reduce`]'s tables say what each does per type).
 pub trait Elem: Copy + 'static {
-    /// The storage word (`u16` for bf16/f16, `u32` for f32, `u8` for fp8).
+    /// The storage word (`u8`, `u16`, `u32` or `u64`: the element's bits, whatever its type).
     type Bits: Word + Copy + Eq + core::fmt::Debug + Default + 'static;
     /// This type as a runtime value.
     const DTYPE: DType;
+    /// `a + b` (floats rounded to nearest even, NaN canonical; integers wrapping).
+    fn add(a: Self::Bits, b: Self::Bits) -> Self::Bits;
+    /// `a * b` (as [`Elem::add`]).
+    fn mul(a: Self::Bits, b: Self::Bits) -> Self::Bits;
+    /// The smaller of `a` and `b` (floats: NaN if either is, `min(-0, +0) = -0`; integers:
+    /// signed or unsigned as the type).
+    fn min(a: Self::Bits, b: Self::Bits) -> Self::Bits;
+    /// The larger of `a` and `b` (floats: NaN if either is, `max(-0, +0) = +0`).
+    fn max(a: Self::Bits, b: Self::Bits) -> Self::Bits;
+    /// `x` times the operator scalar whose bits are `scalar` ([`DType::scalar_bits`]: f32 bits
+    /// for the types reduced through f32, f64 bits for f64, the integer's bits for integers).
+    fn scale(x: Self::Bits, scalar: u64) -> Self::Bits;
+}
+
+/// A float type whose every value is an `f32` value: converted exactly to `f32` and reduced
+/// through it (bf16, f16, f32, both fp8).
+pub trait F32Exact: Elem {
     /// The NaN that `from_f32` and reductions produce: all bits set but the sign.
     const CANONICAL_NAN: Self::Bits;
-    /// The value widened to `f32`, exactly (every value of these types is an f32 value; NaN
-    /// stays NaN).
+    /// The value widened to `f32`, exactly (NaN stays NaN).
     fn to_f32(b: Self::Bits) -> f32;
     /// The `f32` rounded to this type with round-to-nearest-even (NaN stays NaN).
     fn from_f32(x: f32) -> Self::Bits;
 }
 
-/// An exact split of a storage word into an exponent symbol (a byte, for the entropy coder)
-/// and the remaining raw bits (stored as they are).
+/// An exact split of a storage word into a symbol (a byte, for the entropy coder: the exponent
+/// of a float, the high bits of an integer) and the remaining raw bits (stored as they are).
 ///
 /// For every `w`: `join(split(w)) == w`. For every `s < 2^SYMBOL_BITS` and `r < 2^RAW_BITS`:
 /// `split(join(s, r)) == (s, r)`; `join` ignores bits above those widths.
 pub trait Split: Elem {
-    /// The word that is split: `Self::Bits`, or for fp8 a `u16` holding two values (see
-    /// [`pack_pair`]).
+    /// The word that is split: `Self::Bits`, or for the 8-bit types a `u16` holding two values
+    /// (see [`pack_pair`]).
     type Word: Word + Eq + Debug + Default + 'static;
     /// The raw bits' container.
     type Raw: Word + Eq + Debug + Default + 'static;
-    /// Elements in one [`Split::Word`]: 1, or 2 for fp8.
+    /// Elements in one [`Split::Word`]: 1, or 2 for the 8-bit types.
     const ELEMS_PER_WORD: usize;
     /// Significant bits of a symbol.
     const SYMBOL_BITS: u32;

@@ -13,7 +13,7 @@
 //! rounding of the products. `-0.0` becomes `+0.0` (an error of 0).
 //!
 //! ```
-//! use zipcoll_device::dtype::{Bf16, Elem};
+//! use zipcoll_device::dtype::{Bf16, F32Exact};
 //! use zipcoll_device::lossy::error_bound::{quantize, value, ESCAPE};
 //! let x = Bf16::from_f32(0.3);
 //! let s = quantize::<Bf16>(x, 0.01);
@@ -21,7 +21,7 @@
 //! assert_eq!(quantize::<Bf16>(Bf16::from_f32(f32::INFINITY), 0.01), ESCAPE);
 //! ```
 
-use crate::dtype::Elem;
+use crate::dtype::F32Exact;
 
 /// The symbol of an element carried exactly.
 pub const ESCAPE: u8 = 0;
@@ -62,7 +62,7 @@ fn within(x: f32, r: f32, eb: f32) -> bool {
 /// The symbol of element `x` of `T` for the bound `eb` (a finite `f32 > 0`; others make every
 /// element [`ESCAPE`]).
 #[inline]
-pub fn quantize<T: Elem>(x: T::Bits, eb: f32) -> u8 {
+pub fn quantize<T: F32Exact>(x: T::Bits, eb: f32) -> u8 {
     if !(eb > 0.0 && eb.is_finite()) {
         return ESCAPE;
     }
@@ -78,7 +78,7 @@ pub fn quantize<T: Elem>(x: T::Bits, eb: f32) -> u8 {
 /// target: one correctly rounded `f32` product, then the dtype's rounding). [`ESCAPE`] gives
 /// zero: its element is carried elsewhere.
 #[inline]
-pub fn value<T: Elem>(symbol: u8, eb: f32) -> T::Bits {
+pub fn value<T: F32Exact>(symbol: u8, eb: f32) -> T::Bits {
     let q = match symbol {
         ESCAPE => 0,
         s => s as i32 - 128,

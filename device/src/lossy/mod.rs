@@ -15,7 +15,7 @@
 pub mod error_bound;
 pub mod qsgd;
 
-use crate::dtype::Elem;
+use crate::dtype::F32Exact;
 pub use error_bound::ESCAPE;
 
 /// A quantizer and its parameters.
@@ -48,7 +48,7 @@ impl Quantizer {
     }
 
     /// The scale of a bucket: its norm for QSGD, the bound for the error bound.
-    pub fn scale<T: Elem>(&self, bucket: &[T::Bits]) -> f32 {
+    pub fn scale<T: F32Exact>(&self, bucket: &[T::Bits]) -> f32 {
         match *self {
             Quantizer::ErrorBound { eb } => eb,
             Quantizer::Qsgd { .. } => qsgd::norm_of::<T>(bucket),
@@ -57,7 +57,7 @@ impl Quantizer {
 
     /// The symbol of element `x`, index `index` of the input, in a bucket of scale `scale`.
     #[inline]
-    pub fn symbol<T: Elem>(&self, x: T::Bits, scale: f32, index: u64) -> u8 {
+    pub fn symbol<T: F32Exact>(&self, x: T::Bits, scale: f32, index: u64) -> u8 {
         match *self {
             Quantizer::ErrorBound { eb } => error_bound::quantize::<T>(x, eb),
             Quantizer::Qsgd { levels, seed, .. } => qsgd::quantize::<T>(x, scale, levels, seed, index),
@@ -66,7 +66,7 @@ impl Quantizer {
 
     /// The element a non-escape `symbol` of a bucket of scale `scale` stands for.
     #[inline]
-    pub fn value<T: Elem>(&self, symbol: u8, scale: f32) -> T::Bits {
+    pub fn value<T: F32Exact>(&self, symbol: u8, scale: f32) -> T::Bits {
         match *self {
             Quantizer::ErrorBound { eb } => error_bound::value::<T>(symbol, eb),
             Quantizer::Qsgd { levels, .. } => qsgd::value::<T>(symbol, scale, levels),

@@ -13,7 +13,7 @@
 //! own (deterministic) rounding error.
 //!
 //! ```
-//! use zipcoll_device::dtype::{Elem, F32};
+//! use zipcoll_device::dtype::{F32Exact, F32};
 //! use zipcoll_device::lossy::qsgd::{quantize, value};
 //! let (x, norm, s) = (F32::from_f32(0.3), 1.0, 4);
 //! let v = F32::to_f32(value::<F32>(quantize::<F32>(x, norm, s, 7, 0), norm, s));
@@ -21,7 +21,7 @@
 //! ```
 
 use super::error_bound::ESCAPE;
-use crate::dtype::Elem;
+use crate::dtype::F32Exact;
 
 /// The most levels a symbol carries (`q` in `-127..=127`).
 pub const MAX_LEVELS: u32 = 127;
@@ -40,7 +40,7 @@ pub fn uniform(seed: u64, index: u64) -> f32 {
 /// The symbol of element `x` (index `index` in the call) of a bucket whose finite elements have
 /// L2 norm `norm`, with `levels` levels (`1..=`[`MAX_LEVELS`]; others escape every element).
 #[inline]
-pub fn quantize<T: Elem>(x: T::Bits, norm: f32, levels: u32, seed: u64, index: u64) -> u8 {
+pub fn quantize<T: F32Exact>(x: T::Bits, norm: f32, levels: u32, seed: u64, index: u64) -> u8 {
     let v = T::to_f32(x);
     if !v.is_finite() || !(1..=MAX_LEVELS).contains(&levels) {
         return ESCAPE;
@@ -60,7 +60,7 @@ pub fn quantize<T: Elem>(x: T::Bits, norm: f32, levels: u32, seed: u64, index: u
 /// The element a non-escape `symbol` stands for in a bucket of norm `norm` with `levels`
 /// levels: `T::from_f32(q / levels * norm)` ([`ESCAPE`] gives zero).
 #[inline]
-pub fn value<T: Elem>(symbol: u8, norm: f32, levels: u32) -> T::Bits {
+pub fn value<T: F32Exact>(symbol: u8, norm: f32, levels: u32) -> T::Bits {
     let q = match symbol {
         ESCAPE => 0,
         s => s as i32 - 128,
@@ -70,7 +70,7 @@ pub fn value<T: Elem>(symbol: u8, norm: f32, levels: u32) -> T::Bits {
 
 /// The L2 norm of the finite elements of `bucket` (in `f64`, rounded to `f32`; `+inf` when it
 /// overflows `f32`, which makes every element level 0: callers pick buckets small enough).
-pub fn norm_of<T: Elem>(bucket: &[T::Bits]) -> f32 {
+pub fn norm_of<T: F32Exact>(bucket: &[T::Bits]) -> f32 {
     let sum: f64 = bucket
         .iter()
         .map(|&b| T::to_f32(b))

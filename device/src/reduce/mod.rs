@@ -1,5 +1,6 @@
 //! Reductions with NCCL's semantics: 16- and 8-bit floats are reduced through `f32` and rounded
-//! back with round-to-nearest-even; NaN propagates; -0.0 is kept where IEEE keeps it.
+//! back with round-to-nearest-even, f32 and f64 natively; NaN propagates; -0.0 is kept where
+//! IEEE keeps it; integers wrap (sum, product) and compare signed or unsigned as their type.
 //!
 //! | op       | `combine(a, b)`                 | `pre(x)` (once per input)            |
 //! |----------|---------------------------------|--------------------------------------|
@@ -9,16 +10,18 @@
 //! | [`Max`]  | the larger, NaN if either is    | `x`                                  |
 //! | [`Avg`]  | `a + b`                         | `x * scale` (NCCL's PreMulSum)       |
 //!
-//! [`Avg`]'s `scale` is `1 / nranks` for an average ([`RedOp::new`]) or the caller's scalar for
+//! [`Avg`]'s scalar is `1 / nranks` for an average ([`RedOp::new`]) or the caller's scalar for
 //! NCCL's `ncclRedOpCreatePreMulSum` ([`RedOp::scaled`]); a collective's descriptor carries it.
+//! Integers have no average here (NCCL divides their sum by `nranks`, an operator zipcoll does
+//! not build: [`crate::dtype::DType::avg_scalar`] is `None` for them).
 //!
-//! Every operation is computed as `T::from_f32(op(T::to_f32(a), T::to_f32(b)))`: for bf16,
-//! f16 and fp8 that is "widen exactly, one f32 operation, round to nearest even"; for f32 it is
-//! the native operation. Two rules make the bits the same on every machine:
+//! Each operation is the element type's ([`Elem::add`], ..): for bf16, f16 and fp8 "widen
+//! exactly to f32, one f32 operation, round to nearest even"; for f32 and f64 the native
+//! operation. Two rules make the float bits the same on every machine:
 //!
 //! | case                 | result                                                          |
 //! |----------------------|-----------------------------------------------------------------|
-//! | any NaN result       | [`Elem::CANONICAL_NAN`] (all bits set but the sign), whatever the operands' payloads: hardware differs in which NaN an `add` returns, and PTX `min.NaN`/`max.NaN` return the canonical NaN too |
+//! | any NaN result       | the canonical NaN (all bits set but the sign), whatever the operands' payloads: hardware differs in which NaN an `add` returns, and PTX `min.NaN`/`max.NaN` return the canonical NaN too |
 //! | `Min`/`Max` of ±0    | `min(-0, +0) = -0`, `max(-0, +0) = +0` in either order (as PTX `min`/`max`) |
 //!
 //! So every `combine` is commutative bit for bit. It is not associative: the order of a
@@ -58,14 +61,15 @@ impl ReduceOp {
 pub trait RedOp: Copy {
     /// This operator as a runtime value.
     const OP: ReduceOp;
-    /// The operator whose `pre` multiplies each contribution by `scale` (Avg: NCCL's PreMulSum
-    /// with that scalar); every other operator ignores it.
-    fn scaled(scale: f32) -> Self;
-    /// The operator for a reduction over `nranks` contributions: [`RedOp::scaled`] with
-    /// `1.0f32 / nranks as f32`, Avg's factor (`+inf` for `nranks = 0`, no panic).
+    /// The operator whose `pre` multiplies each contribution by the scalar whose bits are
+    /// `scalar` ([`crate::dtype::DType::scalar_bits`]; Avg: NCCL's PreMulSum with that scalar); every other
+    /// operator ignores it.
+    fn scaled(scalar: u64) -> Self;
+    /// The operator for a reduction of `T` over `nranks` contributions: [`RedOp::scaled`] with
+    /// [`crate::dtype::DType::avg_scalar`], Avg's factor (0 for integers, which have no average).
     #[inline(always)]
-    fn new(nranks: u32) -> Self {
-        Self::scaled(1.0 / nranks as f32)
+    fn new<T: Elem>(nranks: u32) -> Self {
+        Self::scaled(T::DTYPE.avg_scalar(nranks).unwrap_or(0))
     }
     /// Applied once to each contribution before it is combined (identity except for Avg).
     fn pre<T: Elem>(self, x: T::Bits) -> T::Bits;

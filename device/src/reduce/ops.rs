@@ -1,61 +1,15 @@
-//! The five [`RedOp`]s: each a one-line `f32` operation, lifted to every [`Elem`] by
-//! [`through_f32`].
+//! The five [`RedOp`]s: each one of the element type's operations ([`Elem`]).
 //!
-//! | op       | state          | `pre`              | `combine` in f32                       |
-//! |----------|----------------|--------------------|----------------------------------------|
-//! | [`Sum`]  | none           | identity           | `a + b`                                |
-//! | [`Prod`] | none           | identity           | `a * b`                                |
-//! | [`Min`]  | none           | identity           | [`min_f32`]                            |
-//! | [`Max`]  | none           | identity           | [`max_f32`]                            |
-//! | [`Avg`]  | `scale`        | `x * scale`        | `a + b`                                |
+//! | op       | state          | `pre`                  | `combine`          |
+//! |----------|----------------|------------------------|--------------------|
+//! | [`Sum`]  | none           | identity               | [`Elem::add`]      |
+//! | [`Prod`] | none           | identity               | [`Elem::mul`]      |
+//! | [`Min`]  | none           | identity               | [`Elem::min`]      |
+//! | [`Max`]  | none           | identity               | [`Elem::max`]      |
+//! | [`Avg`]  | `scalar`       | [`Elem::scale`]        | [`Elem::add`]      |
 
 use super::{RedOp, ReduceOp};
 use crate::dtype::Elem;
-
-/// `T::from_f32(r)`, or `T::CANONICAL_NAN` when `r` is NaN.
-#[inline(always)]
-fn round_to<T: Elem>(r: f32) -> T::Bits {
-    if r.is_nan() {
-        T::CANONICAL_NAN
-    } else {
-        T::from_f32(r)
-    }
-}
-
-/// `f` applied to the f32 values of `a` and `b`, rounded back to `T`.
-#[inline(always)]
-fn through_f32<T: Elem>(a: T::Bits, b: T::Bits, f: impl FnOnce(f32, f32) -> f32) -> T::Bits {
-    round_to::<T>(f(T::to_f32(a), T::to_f32(b)))
-}
-
-/// The smaller of `a` and `b`; `-0` for `±0`; some NaN if either is NaN.
-#[inline(always)]
-fn min_f32(a: f32, b: f32) -> f32 {
-    if a < b {
-        a
-    } else if b < a {
-        b
-    } else {
-        // Equal (the same bits, or ±0: OR keeps the minus sign) or unordered (OR keeps a NaN
-        // a NaN, since it only sets bits).
-        f32::from_bits(a.to_bits() | b.to_bits())
-    }
-}
-
-/// The larger of `a` and `b`; `+0` for `±0`; some NaN if either is NaN.
-#[inline(always)]
-fn max_f32(a: f32, b: f32) -> f32 {
-    if a.is_nan() || b.is_nan() {
-        f32::NAN
-    } else if a > b {
-        a
-    } else if b > a {
-        b
-    } else {
-        // Equal: the same bits, or ±0, where AND clears the minus sign.
-        f32::from_bits(a.to_bits() & b.to_bits())
-    }
-}
 
 /// Sum: `a + b`.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -70,7 +24,7 @@ impl RedOp for Sum {
         self
     }
     #[inline(always)]
-    fn scaled(_scale: f32) -> Self {
+    fn scaled(_scalar: u64) -> Self {
         Sum
     }
     #[inline(always)]
@@ -79,7 +33,7 @@ impl RedOp for Sum {
     }
     #[inline(always)]
     fn combine<T: Elem>(self, a: T::Bits, b: T::Bits) -> T::Bits {
-        through_f32::<T>(a, b, |a, b| a + b)
+        T::add(a, b)
     }
 }
 
@@ -96,7 +50,7 @@ impl RedOp for Prod {
         self
     }
     #[inline(always)]
-    fn scaled(_scale: f32) -> Self {
+    fn scaled(_scalar: u64) -> Self {
         Prod
     }
     #[inline(always)]
@@ -105,7 +59,7 @@ impl RedOp for Prod {
     }
     #[inline(always)]
     fn combine<T: Elem>(self, a: T::Bits, b: T::Bits) -> T::Bits {
-        through_f32::<T>(a, b, |a, b| a * b)
+        T::mul(a, b)
     }
 }
 
@@ -122,7 +76,7 @@ impl RedOp for Min {
         self
     }
     #[inline(always)]
-    fn scaled(_scale: f32) -> Self {
+    fn scaled(_scalar: u64) -> Self {
         Min
     }
     #[inline(always)]
@@ -131,7 +85,7 @@ impl RedOp for Min {
     }
     #[inline(always)]
     fn combine<T: Elem>(self, a: T::Bits, b: T::Bits) -> T::Bits {
-        through_f32::<T>(a, b, min_f32)
+        T::min(a, b)
     }
 }
 
@@ -148,7 +102,7 @@ impl RedOp for Max {
         self
     }
     #[inline(always)]
-    fn scaled(_scale: f32) -> Self {
+    fn scaled(_scalar: u64) -> Self {
         Max
     }
     #[inline(always)]
@@ -157,18 +111,17 @@ impl RedOp for Max {
     }
     #[inline(always)]
     fn combine<T: Elem>(self, a: T::Bits, b: T::Bits) -> T::Bits {
-        through_f32::<T>(a, b, max_f32)
+        T::max(a, b)
     }
 }
 
-/// NCCL's PreMulSum: each contribution is multiplied by `scale` (in f32, rounded back to `T`),
-/// then summed. An average over `nranks` contributions is `scale = 1.0f32 / nranks as f32`
-/// ([`RedOp::new`]; `nranks = 0` gives `+inf`, no panic); a caller's scalar is
-/// [`RedOp::scaled`].
+/// NCCL's PreMulSum: each contribution is multiplied by the operator scalar ([`Elem::scale`]),
+/// then summed. An average over `nranks` contributions has the scalar `1 / nranks`
+/// ([`RedOp::new`]); a caller's scalar is [`RedOp::scaled`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Avg {
-    /// The factor of every contribution.
-    pub scale: f32,
+    /// The bits of the factor of every contribution ([`crate::dtype::DType::scalar_bits`]).
+    pub scalar: u64,
 }
 
 impl RedOp for Avg {
@@ -180,15 +133,15 @@ impl RedOp for Avg {
         Sum
     }
     #[inline(always)]
-    fn scaled(scale: f32) -> Self {
-        Avg { scale }
+    fn scaled(scalar: u64) -> Self {
+        Avg { scalar }
     }
     #[inline(always)]
     fn pre<T: Elem>(self, x: T::Bits) -> T::Bits {
-        round_to::<T>(T::to_f32(x) * self.scale)
+        T::scale(x, self.scalar)
     }
     #[inline(always)]
     fn combine<T: Elem>(self, a: T::Bits, b: T::Bits) -> T::Bits {
-        through_f32::<T>(a, b, |a, b| a + b)
+        T::add(a, b)
     }
 }

@@ -22,7 +22,7 @@ fn sample<E: Encoder, T: Ty>() -> (Vec<T::Bits>, Vec<u8>) {
 }
 
 /// Recomputes the header checksum after an edit of the header's first 28 bytes.
-fn reseal(frame: &mut [u8]) {
+pub fn reseal(frame: &mut [u8]) {
     let c = checksum(&frame[..28]);
     frame[28..32].copy_from_slice(&c.to_le_bytes());
 }
@@ -168,7 +168,7 @@ pub fn crafted<E: Encoder, T: Ty>() {
     let cases: Vec<(Vec<u8>, usize, FrameError)> = vec![
         (edit(&|f| f[2] = 2), raw, FrameError::UnsupportedVersion { found: 2 }),
         (edit(&|f| f[3] = 9), raw, FrameError::UnknownCodec { found: 9 }),
-        (edit(&|f| f[4] = 9), raw, FrameError::UnknownDType { found: 9 }),
+        (edit(&|f| f[4] = 200), raw, FrameError::UnknownDType { found: 200 }),
         (
             edit(&|f| f[4] = other as u8),
             raw,

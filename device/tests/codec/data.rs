@@ -2,7 +2,7 @@
 //! meets every lane position, random frames of assorted kinds, and N(0,1) tensors.
 
 use crate::util::Rng;
-use zipcoll_device::dtype::{DType, Elem, Split};
+use zipcoll_device::dtype::{DType, Elem, F32Exact, Split};
 use zipcoll_targets::Word;
 
 /// Lane positions the layouts cover: a 64-lane warp step (and so every 32-lane one).
@@ -16,6 +16,7 @@ pub fn format(d: DType) -> (u32, u32) {
         DType::F32 => (8, 23),
         DType::F8E4M3 => (4, 3),
         DType::F8E5M2 => (5, 2),
+        other => panic!("{other:?} is not a coded float type"),
     }
 }
 
@@ -114,7 +115,7 @@ pub fn special<T: Elem>(rng: &mut Rng) -> T::Bits {
 /// `len` random elements of `T` of one of five kinds (`kind % 5`): random bits; N(0,1)
 /// scaled by a random power of two; that with 10% specials; one value repeated; values in a
 /// few binades with 2% random outliers.
-pub fn random_elems<T: Elem>(kind: u32, seed: u64, len: usize) -> Vec<T::Bits> {
+pub fn random_elems<T: F32Exact>(kind: u32, seed: u64, len: usize) -> Vec<T::Bits> {
     let mut rng = Rng(seed);
     let bits = 8 * T::DTYPE.size_bytes() as u32;
     let random = |rng: &mut Rng| T::Bits::from_bits64(rng.next_u64() & ((1u64 << bits) - 1));
@@ -155,7 +156,7 @@ pub fn random_elems<T: Elem>(kind: u32, seed: u64, len: usize) -> Vec<T::Bits> {
 }
 
 /// `len` samples of N(0, sigma^2) rounded to `T`.
-pub fn normal_elems<T: Elem>(seed: u64, len: usize, sigma: f64) -> Vec<T::Bits> {
+pub fn normal_elems<T: F32Exact>(seed: u64, len: usize, sigma: f64) -> Vec<T::Bits> {
     let mut rng = Rng(seed);
     (0..len).map(|_| T::from_f32((rng.normal() * sigma) as f32)).collect()
 }

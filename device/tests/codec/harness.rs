@@ -10,14 +10,18 @@ use std::marker::PhantomData;
 use std::sync::Mutex;
 use zipcoll_device::codec::SymbolCoder;
 use zipcoll_device::codec::{decode_frame, encode_frame, encode_raw_frame, max_encoded_len, CodecId, LaneOut};
-use zipcoll_device::dtype::Split;
+use zipcoll_device::dtype::{F32Exact, Split};
 use zipcoll_device::frame::{FrameError, FrameHeader};
 use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
 use zipcoll_targets::{Lanes, Warp, Word};
 
-/// A dtype under test: a [`Split`] whose storage words can be shared with simulated lanes.
-pub trait Ty: Split<Bits: Send + Sync> {}
-impl<T: Split<Bits: Send + Sync>> Ty for T {}
+/// A dtype whose storage words can be shared with simulated lanes.
+pub trait Moved: Split<Bits: Send + Sync> {}
+impl<T: Split<Bits: Send + Sync>> Moved for T {}
+
+/// A dtype under test: a coded float type ([`Moved`] and [`F32Exact`]).
+pub trait Ty: Moved + F32Exact {}
+impl<T: Moved + F32Exact> Ty for T {}
 
 /// A way to encode frames.
 pub trait Encoder {
@@ -90,7 +94,7 @@ pub fn per_warp<const W: u32, I: Sync, R: Clone + PartialEq + std::fmt::Debug + 
 }
 
 /// Encodes each input as one frame on `W`-lane warps (a buffer of exactly `max_encoded_len`).
-pub fn encode_all<const W: u32, E: Encoder, T: Ty>(inputs: &[Vec<T::Bits>]) -> Vec<Vec<u8>> {
+pub fn encode_all<const W: u32, E: Encoder, T: Moved>(inputs: &[Vec<T::Bits>]) -> Vec<Vec<u8>> {
     let bufs: Vec<SharedBuf> = inputs
         .iter()
         .map(|i| SharedBuf::new(max_encoded_len::<T>(i.len()), 0xA5))
@@ -110,7 +114,7 @@ const GUARD: usize = 16;
 
 /// Decodes frame `i` on a `W`-lane warp into a buffer of `capacities[i]` bytes; returns the
 /// elements.
-pub fn decode_all<const W: u32, T: Ty>(
+pub fn decode_all<const W: u32, T: Moved>(
     frames: &[&[u8]],
     capacities: &[usize],
 ) -> Vec<Result<Vec<T::Bits>, FrameError>> {

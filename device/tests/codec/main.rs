@@ -12,6 +12,7 @@
 //! | `canonical` | frames the encoders never write are `Corrupt`; frames that decode re-encode the same |
 //! | `coder`   | symbol coders alone: bounds, exactly-once `put`, `OutOfSpace`                    |
 //! | `ratio`   | compression on N(0,1) data (printed), the coders' choices                       |
+//! | `uncoded` | the dtypes without coders (integers, f64): RAW from every coder, coded frames `CodecNotBuilt` |
 //!
 //! Every frame test runs per coder from the lists at the end of this file: adding a coder to
 //! all of them is one `split_codec_tests!` line.
@@ -26,6 +27,7 @@ mod data;
 mod frames;
 mod harness;
 mod ratio;
+mod uncoded;
 mod util;
 
 /// The frame tests of one encoder, in a module `$name`: round trips (exhaustive for bf16,

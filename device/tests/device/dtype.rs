@@ -4,10 +4,10 @@
 
 use crate::reference::{canonical_nan, Format, FMT_BF16, FMT_E4M3, FMT_E5M2, FMT_F16};
 use proptest::prelude::*;
-use zipcoll_device::dtype::{pack_pair, unpack_pair, Bf16, DType, Elem, Split, F16, F32, F8E4M3, F8E5M2};
+use zipcoll_device::dtype::{pack_pair, unpack_pair, Bf16, DType, F32Exact, Split, F16, F32, F8E4M3, F8E5M2};
 use zipcoll_targets::Word;
 
-fn bits<T: Elem>(b: u32) -> T::Bits {
+fn bits<T: F32Exact>(b: u32) -> T::Bits {
     T::Bits::from_bits64(b as u64)
 }
 
@@ -36,7 +36,7 @@ fn expected_from_f32(f: &Format, x: f32) -> u32 {
 
 #[test]
 fn to_f32_is_exact_for_every_pattern() {
-    fn check<T: Elem>() {
+    fn check<T: F32Exact>() {
         let f = Format::of(T::DTYPE);
         for b in 0..f.words() {
             let got = T::to_f32(bits::<T>(b)).to_bits();
@@ -61,7 +61,7 @@ fn to_f32_matches_half_crate() {
 
 #[test]
 fn from_f32_inverts_to_f32_for_every_non_nan_pattern() {
-    fn check<T: Elem>() {
+    fn check<T: F32Exact>() {
         let f = Format::of(T::DTYPE);
         for b in (0..f.words()).filter(|&b| !f.is_nan(b)) {
             assert_eq!(raw(T::from_f32(T::to_f32(bits::<T>(b)))), b, "{:?} {b:#x}", T::DTYPE);
@@ -75,7 +75,7 @@ fn from_f32_inverts_to_f32_for_every_non_nan_pattern() {
 /// lower, one above to the upper; the same for negative inputs.
 #[test]
 fn from_f32_at_every_rounding_boundary() {
-    fn check<T: Elem>() {
+    fn check<T: F32Exact>() {
         let f = Format::of(T::DTYPE);
         for p in 0..=f.max_finite() {
             let lo = f.value(p);
@@ -102,7 +102,7 @@ fn from_f32_at_every_rounding_boundary() {
 
 #[test]
 fn from_f32_specials() {
-    fn check<T: Elem>(cases: &[(u32, u32)]) {
+    fn check<T: F32Exact>(cases: &[(u32, u32)]) {
         for &(x, want) in cases {
             let got = raw(T::from_f32(f32::from_bits(x)));
             assert_eq!(
@@ -193,7 +193,7 @@ fn from_f32_specials() {
 
 #[test]
 fn canonical_nan_is_from_f32_of_f32_canonical_nan() {
-    fn check<T: Elem>() {
+    fn check<T: F32Exact>() {
         assert_eq!(raw(T::CANONICAL_NAN), canonical_nan(T::DTYPE), "{:?}", T::DTYPE);
         assert_eq!(
             T::from_f32(f32::from_bits(0x7FFF_FFFF)),
@@ -206,7 +206,7 @@ fn canonical_nan_is_from_f32_of_f32_canonical_nan() {
     }
     for_narrow!(check);
     check::<F32>();
-    assert_eq!(DType::ALL.map(|d| d as u8), [0, 1, 2, 3, 4]);
+    assert_eq!(DType::ALL.map(|d| d as u8), core::array::from_fn(|i| i as u8));
 }
 
 /// The symbol and raw bits each layout table promises, computed field by field.
@@ -227,6 +227,7 @@ fn expected_split(d: DType, w: u32) -> (u32, u32) {
         DType::F8E4M3 => nibbles(|v| ((v >> 3) & 0xF, v & 0x7), w),
         // symbol nibble: exponent bits 4..1; raw nibble: sign, exponent bit 0, 2 mantissa bits
         DType::F8E5M2 => nibbles(|v| (((v >> 2) & 0x1F) >> 1, ((v >> 2) & 1) << 2 | (v & 0x3)), w),
+        other => panic!("{other:?} is not a float type reduced through f32"),
     }
 }
 

@@ -6,7 +6,8 @@
 //! | `common`        | `tests/common`, shared with the other test binaries: the random source (no tests) |
 //! | `reference`     | the independent references themselves (no tests)                  |
 //! | `dtype`         | to_f32 / from_f32 / split / join, exhaustive and property-based   |
-//! | `reduce`        | every op on every dtype against a scalar reference                |
+//! | `reduce`        | every op on every float type reduced through f32 against a scalar reference |
+//! | `wide_and_int`  | f64 and the integer types: ops against native Rust arithmetic, splits, the DType helpers |
 //! | `warp_reduce`   | the butterfly on `SimWarp<32>` / `SimWarp<64>` against its reference |
 
 #[path = "../common/mod.rs"]
@@ -15,3 +16,4 @@ mod dtype;
 mod reduce;
 mod reference;
 mod warp_reduce;
+mod wide_and_int;

@@ -4,7 +4,7 @@
 
 use crate::reference::{canonical_nan, specials, Format, Rng};
 use proptest::prelude::*;
-use zipcoll_device::dtype::{Bf16, DType, Elem, F16, F32, F8E4M3, F8E5M2};
+use zipcoll_device::dtype::{Bf16, DType, F32Exact, F16, F32, F8E4M3, F8E5M2};
 use zipcoll_device::reduce::{Avg, Max, Min, Prod, RedOp, ReduceOp, Sum};
 use zipcoll_targets::Word;
 
@@ -22,6 +22,7 @@ pub fn ref_to_f32(d: DType, b: u32) -> f32 {
                 f.value(b) as f32
             }
         }
+        other => panic!("{other:?} is not a float type reduced through f32"),
     }
 }
 
@@ -35,6 +36,7 @@ pub fn ref_round(d: DType, x: f32) -> u32 {
         DType::F16 => half::f16::from_f32(x).to_bits() as u32,
         DType::F32 => x.to_bits(),
         DType::F8E4M3 | DType::F8E5M2 => Format::of(d).round(x as f64),
+        other => panic!("{other:?} is not a float type reduced through f32"),
     }
 }
 
@@ -78,7 +80,7 @@ pub fn ref_pre(d: DType, op: ReduceOp, nranks: u32, x: u32) -> u32 {
     }
 }
 
-fn bits<T: Elem>(b: u32) -> T::Bits {
+fn bits<T: F32Exact>(b: u32) -> T::Bits {
     T::Bits::from_bits64(b as u64)
 }
 
@@ -88,9 +90,9 @@ fn raw<B: Word>(b: B) -> u32 {
 
 /// `combine(a, b)` of every op against the reference, and `combine(b, a)` equal to it, for
 /// every `a` in `xs` and `b` in `ys`.
-fn check_pairs<T: Elem>(xs: impl Iterator<Item = u32> + Clone, ys: &[u32]) {
-    fn one<T: Elem, O: RedOp>(xs: impl Iterator<Item = u32>, ys: &[u32]) {
-        let op = O::new(3);
+fn check_pairs<T: F32Exact>(xs: impl Iterator<Item = u32> + Clone, ys: &[u32]) {
+    fn one<T: F32Exact, O: RedOp>(xs: impl Iterator<Item = u32>, ys: &[u32]) {
+        let op = O::new::<T>(3);
         for a in xs {
             for &b in ys {
                 let got = raw(op.combine::<T>(bits::<T>(a), bits::<T>(b)));
@@ -140,8 +142,8 @@ fn f32_specials_against_specials() {
 
 #[test]
 fn avg_pre_on_every_narrow_value() {
-    fn check<T: Elem>(nranks: u32) {
-        let op = Avg::new(nranks);
+    fn check<T: F32Exact>(nranks: u32) {
+        let op = Avg::new::<T>(nranks);
         for x in 0..1u32 << (8 * core::mem::size_of::<T::Bits>()) {
             let want = ref_pre(T::DTYPE, ReduceOp::Avg, nranks, x);
             assert_eq!(
@@ -164,8 +166,8 @@ fn avg_pre_on_every_narrow_value() {
 /// narrow types and scales no narrow type holds (0.1), negative, tiny, huge, zero and NaN.
 #[test]
 fn pre_mul_sum_pre_on_every_narrow_value() {
-    fn check<T: Elem>(scale: f32) {
-        let op = Avg::scaled(scale);
+    fn check<T: F32Exact>(scale: f32) {
+        let op = Avg::scaled(u64::from(scale.to_bits()));
         let d = T::DTYPE;
         for x in 0..1u32 << (8 * core::mem::size_of::<T::Bits>()) {
             let want = ref_round(d, ref_to_f32(d, x) * scale);
@@ -175,9 +177,9 @@ fn pre_mul_sum_pre_on_every_narrow_value() {
                 "{d:?} PreMulSum({scale}).pre({x:#x})"
             );
             // the value, and NaN for NaN (the table lets the payload differ by dtype)
-            let (want, got) = (ref_to_f32(d, x), d.to_f32(x));
+            let (want, got) = (ref_to_f32(d, x), d.float_value(u64::from(x)).unwrap());
             assert!(
-                want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan()),
+                f64::from(want).to_bits() == got.to_bits() || (want.is_nan() && got.is_nan()),
                 "{d:?} to_f32({x:#x}): {got} for {want}"
             );
         }
@@ -192,12 +194,18 @@ fn pre_mul_sum_pre_on_every_narrow_value() {
 
 #[test]
 fn pre_is_identity_except_for_avg() {
-    fn check<T: Elem, O: RedOp>() {
+    fn check<T: F32Exact, O: RedOp>() {
         for x in sample(T::DTYPE, 64, 8 * core::mem::size_of::<T::Bits>() as u32, 3) {
-            assert_eq!(raw(O::new(4).pre::<T>(bits::<T>(x))), x, "{:?} {:?}", T::DTYPE, O::OP);
+            assert_eq!(
+                raw(O::new::<T>(4).pre::<T>(bits::<T>(x))),
+                x,
+                "{:?} {:?}",
+                T::DTYPE,
+                O::OP
+            );
         }
     }
-    fn each_op<T: Elem>() {
+    fn each_op<T: F32Exact>() {
         check::<T, Sum>();
         check::<T, Prod>();
         check::<T, Min>();
@@ -208,7 +216,7 @@ fn pre_is_identity_except_for_avg() {
     each_op::<F32>();
     each_op::<F8E4M3>();
     each_op::<F8E5M2>();
-    assert_eq!(Avg::new(4).scale, 0.25);
+    assert_eq!(Avg::new::<F32>(4).scalar, u64::from(0.25f32.to_bits()));
     assert_eq!([Sum::OP, Prod::OP, Min::OP, Max::OP, Avg::OP], ReduceOp::ALL);
 }
 
@@ -235,7 +243,7 @@ fn signed_zeros_infinities_and_nan_payloads() {
     assert_eq!(Prod.combine::<F32>(0, 0x7F80_0000), 0x7FFF_FFFF);
     assert_eq!(Max.combine::<F8E4M3>(0xFF, 0x7E), 0x7F);
     assert_eq!(Min.combine::<F8E5M2>(0x7D, 0xFC), 0x7F);
-    assert_eq!(Avg::new(2).pre::<F32>(0xFFC0_0001), 0x7FFF_FFFF);
+    assert_eq!(Avg::new::<F32>(2).pre::<F32>(0xFFC0_0001), 0x7FFF_FFFF);
     // inf - inf
     assert_eq!(Sum.combine::<F16>(0x7C00, 0xFC00), 0x7FFF);
     // Overflow: to inf for bf16/f16/e5m2, to NaN for e4m3.
@@ -248,7 +256,7 @@ fn signed_zeros_infinities_and_nan_payloads() {
 /// step never double-rounds for these formats.
 #[test]
 fn narrow_sums_through_f32_are_correctly_rounded() {
-    fn check<T: Elem>(xs: &[u32], ys: &[u32]) {
+    fn check<T: F32Exact>(xs: &[u32], ys: &[u32]) {
         let f = Format::of(T::DTYPE);
         for &a in xs {
             for &b in ys {
@@ -282,9 +290,10 @@ proptest! {
         prop_assert_eq!(Prod.combine::<F32>(a, b), ref_combine(d, ReduceOp::Prod, a, b));
         prop_assert_eq!(Min.combine::<F32>(a, b), ref_combine(d, ReduceOp::Min, a, b));
         prop_assert_eq!(Max.combine::<F32>(a, b), ref_combine(d, ReduceOp::Max, a, b));
-        prop_assert_eq!(Avg::new(n).pre::<F32>(a), ref_pre(d, ReduceOp::Avg, n, a));
+        prop_assert_eq!(Avg::new::<F32>(n).pre::<F32>(a), ref_pre(d, ReduceOp::Avg, n, a));
         let scale = f32::from_bits(b);
-        prop_assert_eq!(Avg::scaled(scale).pre::<F32>(a), ref_round(d, f32::from_bits(a) * scale));
-        prop_assert_eq!(d.to_f32(a).to_bits(), a);
+        prop_assert_eq!(Avg::scaled(u64::from(b)).pre::<F32>(a), ref_round(d, f32::from_bits(a) * scale));
+        let (v, x) = (d.float_value(u64::from(a)).unwrap(), f32::from_bits(a));
+        prop_assert!(v == f64::from(x) || (v.is_nan() && x.is_nan()));
     }
 }

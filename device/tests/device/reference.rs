@@ -39,7 +39,7 @@ impl Format {
             DType::F16 => &FMT_F16,
             DType::F8E4M3 => &FMT_E4M3,
             DType::F8E5M2 => &FMT_E5M2,
-            DType::F32 => panic!("f32 is not a narrow format"),
+            other => panic!("{other:?} is not a narrow float format"),
         }
     }
 
@@ -154,6 +154,7 @@ pub fn canonical_nan(d: DType) -> u32 {
         DType::Bf16 | DType::F16 => 0x7FFF,
         DType::F32 => 0x7FFF_FFFF,
         DType::F8E4M3 | DType::F8E5M2 => 0x7F,
+        other => panic!("{other:?} is not a float type reduced through f32"),
     }
 }
 
@@ -192,5 +193,6 @@ pub fn specials(d: DType) -> Vec<u32> {
         DType::F8E5M2 => vec![
             0x00, 0x80, 0x7C, 0xFC, 0x7D, 0x7E, 0x7F, 0xFE, 0x01, 0x81, 0x03, 0x04, 0x7B, 0xFB, 0x3C, 0xBC,
         ],
+        other => panic!("{other:?} is not a float type reduced through f32"),
     }
 }

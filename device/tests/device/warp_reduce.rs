@@ -3,7 +3,7 @@
 
 use crate::reference::{specials, Format, Rng};
 use std::sync::atomic::{AtomicU32, Ordering};
-use zipcoll_device::dtype::{Bf16, DType, Elem, F16, F32, F8E4M3, F8E5M2};
+use zipcoll_device::dtype::{Bf16, DType, F32Exact, F16, F32, F8E4M3, F8E5M2};
 use zipcoll_device::reduce::{Avg, Max, Min, Prod, RedOp, Sum};
 use zipcoll_device::warp_reduce::{warp_all_reduce, warp_all_reduce_reference};
 use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
@@ -15,7 +15,7 @@ const WARPS_PER_BLOCK: u32 = 2;
 /// Reductions each lane performs per launch; round `r` draws inputs of kind `r % 3`.
 const ROUNDS: usize = 30;
 
-fn bits<T: Elem>(b: u32) -> T::Bits {
+fn bits<T: F32Exact>(b: u32) -> T::Bits {
     T::Bits::from_bits64(b as u64)
 }
 
@@ -53,7 +53,7 @@ fn is_nan(d: DType, x: u32) -> bool {
 }
 
 /// Runs `ROUNDS` warp reductions on `W`-lane warps; checks every lane against the reference.
-fn check<const W: u32, T: Elem, O: RedOp + Sync>(op: O, seed: u64) {
+fn check<const W: u32, T: F32Exact, O: RedOp + Sync>(op: O, seed: u64) {
     let threads = (GRID * WARPS_PER_BLOCK * W) as usize;
     let mut rng = Rng(seed);
     let inputs: Vec<u32> = (0..ROUNDS * threads)
@@ -85,13 +85,13 @@ fn check<const W: u32, T: Elem, O: RedOp + Sync>(op: O, seed: u64) {
     }
 }
 
-fn every_op<const W: u32, T: Elem>(seed: u64) {
+fn every_op<const W: u32, T: F32Exact>(seed: u64) {
     check::<W, T, Sum>(Sum, seed);
     check::<W, T, Prod>(Prod, seed + 1);
     check::<W, T, Min>(Min, seed + 2);
     check::<W, T, Max>(Max, seed + 3);
-    check::<W, T, Avg>(Avg::new(W * GRID * WARPS_PER_BLOCK), seed + 4);
-    check::<W, T, Avg>(Avg::new(3), seed + 5);
+    check::<W, T, Avg>(Avg::new::<T>(W * GRID * WARPS_PER_BLOCK), seed + 4);
+    check::<W, T, Avg>(Avg::new::<T>(3), seed + 5);
 }
 
 #[test]
@@ -148,7 +148,7 @@ fn tree_order_is_observable() {
 #[test]
 fn reference_of_short_slices() {
     assert_eq!(warp_all_reduce_reference::<F32, Sum>(&[], Sum), None);
-    let half = Avg::new(2);
+    let half = Avg::new::<F32>(2);
     assert_eq!(
         warp_all_reduce_reference::<F32, Avg>(&[3.0f32.to_bits()], half),
         Some(1.5f32.to_bits())

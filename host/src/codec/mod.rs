@@ -40,7 +40,7 @@
 pub mod cuda;
 
 use crate::backend::Backend;
-use crate::dispatch::dispatch_dtype;
+use crate::dispatch::{dispatch_coded, dispatch_dtype, not_coded};
 use crate::error::{Error, Result};
 use crate::hip::{HipFunction, HipGpu};
 use crate::launch::{Buf, Launch, Param};
@@ -184,6 +184,16 @@ fn elements(dtype: DType, data: &[u8]) -> Result<usize> {
     Ok(data.len() / size)
 }
 
+/// Checks that the codecs are built for `dtype` ([`DType::coded`]): the integers and f64 move
+/// through the collectives uncompressed, and the frame codec API does not take them.
+fn check_coded(dtype: DType) -> Result<()> {
+    if dtype.coded() {
+        Ok(())
+    } else {
+        Err(not_coded(dtype))
+    }
+}
+
 /// Checks that frames of `frame_elems` elements of `dtype` can be encoded.
 fn check_frame_elems(dtype: DType, frame_elems: usize) -> Result<()> {
     let bytes = frame_elems.checked_mul(dtype.size_bytes());
@@ -239,6 +249,7 @@ pub fn encode_with(
 ) -> Result<Encoded> {
     let codec = codec.filter(|&c| c != CodecId::Raw);
     check_unit(unit, codec, backend)?;
+    check_coded(dtype)?;
     let n = elements(dtype, data)?;
     let slot_bytes = slot_bytes(dtype, frame_elems)?;
     let slots = if n == 0 {
@@ -252,7 +263,7 @@ pub fn encode_with(
             (FrameUnit::Block, Backend::Cuda { ordinal }) => {
                 cuda::CudaCodec::with_unit(ordinal, unit)?.encode_slots(dtype, codec, data, frame_elems, slot_bytes)?
             }
-            (FrameUnit::Block, _) => dispatch_dtype!(dtype, |T| sim::encode_block_frames::<T>(
+            (FrameUnit::Block, _) => dispatch_coded!(dtype, |T| sim::encode_block_frames::<T>(
                 id,
                 data,
                 frame_elems,
@@ -301,7 +312,7 @@ fn sim_encode<const W: u32>(
     frame_elems: usize,
     slot_bytes: usize,
 ) -> Result<Slots> {
-    dispatch_dtype!(dtype, |T| sim::encode_frames::<W, T>(id, data, frame_elems, slot_bytes))
+    dispatch_coded!(dtype, |T| sim::encode_frames::<W, T>(id, data, frame_elems, slot_bytes))
 }
 
 /// The encoders on a HIP device.
@@ -528,6 +539,7 @@ fn check_layout(enc: &Encoded) -> Result<()> {
 /// [`Error::Frame`] for the first frame the codec rejects (with the exact [`FrameError`]); the
 /// backend's errors.
 pub fn decode(backend: Backend, enc: &Encoded) -> Result<Vec<u8>> {
+    check_coded(enc.dtype)?;
     check_layout(enc)?;
     if enc.nframes() == 0 {
         return Ok(Vec::new());
@@ -537,7 +549,7 @@ pub fn decode(backend: Backend, enc: &Encoded) -> Result<Vec<u8>> {
         (FrameUnit::Block, Backend::Cuda { ordinal }) => {
             cuda::CudaCodec::with_unit(ordinal, FrameUnit::Block)?.decode_to_host(enc)?
         }
-        (FrameUnit::Block, _) => dispatch_dtype!(enc.dtype, |T| sim::decode_block_frames::<T>(
+        (FrameUnit::Block, _) => dispatch_coded!(enc.dtype, |T| sim::decode_block_frames::<T>(
             &enc.bytes,
             &enc.frame_offsets,
             &enc.frame_lens,
@@ -555,7 +567,7 @@ pub fn decode(backend: Backend, enc: &Encoded) -> Result<Vec<u8>> {
 
 /// `decode_frames` for `enc.dtype` on the simulator with `W` lanes.
 fn sim_decode<const W: u32>(enc: &Encoded) -> Result<(Vec<u8>, Vec<u32>)> {
-    dispatch_dtype!(enc.dtype, |T| sim::decode_frames::<W, T>(
+    dispatch_coded!(enc.dtype, |T| sim::decode_frames::<W, T>(
         &enc.bytes,
         &enc.frame_offsets,
         &enc.frame_lens,
@@ -637,13 +649,17 @@ fn corrupt_reason(enc: &Encoded, g: usize, capacity: usize) -> &'static str {
     let Some(frame) = enc.frame(g) else {
         return UNREPRODUCED;
     };
-    let decoded = match enc.unit {
-        FrameUnit::Warp => dispatch_dtype!(enc.dtype, |T| sim::decode_one_frame::<32, T>(frame, capacity)),
-        FrameUnit::Block => dispatch_dtype!(enc.dtype, |T| sim::decode_one_block_frame::<T>(frame, capacity)),
-    };
-    match decoded {
+    match decode_one(enc, frame, capacity) {
         Ok(Err(FrameError::Corrupt { reason, .. })) => reason,
         _ => UNREPRODUCED,
+    }
+}
+
+/// Frame `frame` of `enc` decoded alone on the simulator.
+fn decode_one(enc: &Encoded, frame: &[u8], capacity: usize) -> Result<std::result::Result<usize, FrameError>> {
+    match enc.unit {
+        FrameUnit::Warp => dispatch_coded!(enc.dtype, |T| sim::decode_one_frame::<32, T>(frame, capacity)),
+        FrameUnit::Block => dispatch_coded!(enc.dtype, |T| sim::decode_one_block_frame::<T>(frame, capacity)),
     }
 }
 

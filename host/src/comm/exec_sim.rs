@@ -1,8 +1,8 @@
 //! Runs a [`Plan`] on the simulator: one simulated block per plan warp, every block co-resident
 //! (they wait on each other's peers), the generic `run_works` instantiated for the call's dtype
-//! and operator as the GPU kernels are: blocks of one warp with `ByChannel` compression, or
+//! and operator as the GPU kernels are: blocks of one warp with the dtype's `Coding::ByChannel`, or
 //! blocks of [`Plan::team`]'s threads driving their channels as one team, with `RawOnly` or
-//! `ByChannel` (whose block coders take the shared memory after the team's).
+//! `Coding::ByChannel` (whose block coders take the shared memory after the team's).
 
 use super::plan::{ChannelTeam, Plan};
 use crate::dispatch::dispatch;
@@ -15,7 +15,7 @@ use zipcoll_device::reduce::{RedOp, ReduceOp};
 use zipcoll_device::team::Block;
 use zipcoll_primitives::collectives::{run_works, WorkDesc};
 use zipcoll_primitives::conn::STATUS_WORDS;
-use zipcoll_primitives::prims::{ByChannel, RawOnly};
+use zipcoll_primitives::prims::{Coding, RawOnly};
 use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
 use zipcoll_targets::{Grid, SharedMem};
 
@@ -66,7 +66,11 @@ pub(crate) fn run<const W: u32>(
 }
 
 /// The launch for one instantiation; a panic in a simulated kernel is an [`Error::Sim`].
-fn go<const W: u32, T: Split, O: RedOp>(cfg: LaunchConfig, team: ChannelTeam, works: &Works<'_>) -> Result<()> {
+fn go<const W: u32, T: Split + Coding, O: RedOp>(
+    cfg: LaunchConfig,
+    team: ChannelTeam,
+    works: &Works<'_>,
+) -> Result<()> {
     let threads = cfg.block_dim;
     let kernel = |w: SimWarp<W>| {
         let mine = works.of(w.block_idx() as usize);
@@ -74,7 +78,7 @@ fn go<const W: u32, T: Split, O: RedOp>(cfg: LaunchConfig, team: ChannelTeam, wo
         // of the communicator (checked by its call), and block `b` is the only user of its
         // channels; a failure is written to the channel's status record.
         if team == ChannelTeam::Warp {
-            let _ = unsafe { run_works::<SimWarp<W>, T, O, ByChannel>(w, mine) };
+            let _ = unsafe { run_works::<SimWarp<W>, T, O, <T as Coding>::ByChannel>(w, mine) };
             return;
         }
         let (base, len) = w.shared_mem();
@@ -84,7 +88,7 @@ fn go<const W: u32, T: Split, O: RedOp>(cfg: LaunchConfig, team: ChannelTeam, wo
                 let _ = unsafe { run_works::<Block<SimWarp<W>>, T, O, RawOnly>(block, mine) };
             }
             (Some(block), _) => {
-                let _ = unsafe { run_works::<Block<SimWarp<W>>, T, O, ByChannel>(block, mine) };
+                let _ = unsafe { run_works::<Block<SimWarp<W>>, T, O, <T as Coding>::ByChannel>(block, mine) };
             }
             // (the config checks channel threads: whole warps, at most 512)
             (None, _) => panic!("a block of {threads} threads cannot drive a channel"),

@@ -845,6 +845,8 @@ impl Communicator {
             checked: None,
         };
         match opts.compression.unwrap_or(self.config.compression) {
+            // no coder is built for the integers and f64: they travel RAW whatever the policy
+            _ if !dtype.coded() => Ok(by_size(CodecId::Raw)),
             Compression::Off => Ok(by_size(CodecId::Raw)),
             Compression::Lossless(Lossless::Force(c)) => Ok(by_size(c)),
             Compression::Lossless(Lossless::Auto) => {
@@ -1049,7 +1051,7 @@ impl Communicator {
             count,
             dtype,
             op: op.kernel_op(),
-            scale: op.scale(k),
+            scalar: op.scalar(dtype, k)?,
             root,
             n: in_bytes / size.max(1),
         })
@@ -1072,7 +1074,7 @@ impl Communicator {
                     dst: c.dst,
                     count: c.count as u64,
                     frame_elems: fe as u64,
-                    scale: c.scale,
+                    scalar: c.scalar,
                 };
                 Plan::collective(fabric, args)
             },
@@ -1191,8 +1193,8 @@ struct Prepared {
     dtype: DType,
     /// The kernels' operator ([`Reduction::kernel_op`]).
     op: ReduceOp,
-    /// Avg's factor ([`Reduction::scale`]).
-    scale: f32,
+    /// The bits of Avg's factor ([`Reduction::scalar`]).
+    scalar: u64,
     root: usize,
     /// Input elements (what Auto samples).
     n: usize,

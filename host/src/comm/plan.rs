@@ -89,8 +89,8 @@ pub(crate) struct CollArgs {
     pub dst: *mut u8,
     pub count: u64,
     pub frame_elems: u64,
-    /// Avg's factor (the work descriptor's `scale`).
-    pub scale: f32,
+    /// The bits of Avg's factor (the work descriptor's `scalar`).
+    pub scalar: u64,
 }
 
 impl Plan {
@@ -126,8 +126,7 @@ impl Plan {
             nparts: f.parts as u32,
             channels: channel as *const ChannelDesc,
             status: core::ptr::null_mut(),
-            scale: a.scale,
-            reserved: 0,
+            scalar: a.scalar,
         }
     }
 
@@ -169,7 +168,7 @@ impl Plan {
                         dst: op.buf,
                         count: op.count,
                         frame_elems: frame_elems(op.count),
-                        scale: 1.0,
+                        scalar: 0,
                     };
                     plan.works.push(Self::work(f, &a, p, channel));
                 }

@@ -8,10 +8,16 @@
 //! | `ReduceOp::Avg`                    | `x * (1 / nranks)`            | summed     | Avg's         |
 //! | [`Reduction::PreMulSum`]`(s)`      | `x * s`                       | summed     | Avg's, with `s` |
 //!
-//! The product is computed in f32 and rounded to the dtype once, with the sum (as Avg); the
-//! scalar is an f32 (it holds every value of the narrower float dtypes exactly). NCCL rounds
-//! the scalar to the dtype first, so for bf16, f16 and fp8 a scalar that is not one of the
-//! dtype's values gives NCCL's result rounded differently (never for a power of two).
+//! For the types reduced through f32 the product is computed in f32 and rounded to the dtype
+//! once, with the sum (as Avg), the scalar rounded to f32 (which holds every value of those
+//! dtypes exactly); for f64 everything is f64. NCCL rounds the scalar to the dtype first, so for
+//! bf16, f16 and fp8 a scalar that is not one of the dtype's values gives NCCL's result rounded
+//! differently (never for a power of two).
+//!
+//! Integer dtypes take Sum, Prod, Min and Max. Avg and PreMulSum on them are
+//! `InvalidArgument` (the communicator keeps working): NCCL averages integers by dividing the
+//! sum by `nranks`, a post-operation zipcoll's schedules lack, and no PreMulSum kernel is built
+//! for them.
 //!
 //! ```
 //! use zipcoll_host::comm::{run_sim, Config, Data, DeviceSlice, Options, Reduction};
@@ -29,6 +35,8 @@
 //! # Ok::<(), zipcoll_host::Error>(())
 //! ```
 
+use crate::error::{Error, Result};
+use zipcoll_device::dtype::DType;
 use zipcoll_device::reduce::ReduceOp;
 
 /// A call's reduction (see the module table).
@@ -37,7 +45,7 @@ pub enum Reduction {
     /// A built-in operator.
     Op(ReduceOp),
     /// Every contribution times the scalar, then summed (NCCL's PreMulSum).
-    PreMulSum(f32),
+    PreMulSum(f64),
 }
 
 impl From<ReduceOp> for Reduction {
@@ -55,13 +63,21 @@ impl Reduction {
         }
     }
 
-    /// The factor of every contribution over `nranks` ranks (the work descriptor's `scale`):
-    /// `1 / nranks` for Avg, the scalar for PreMulSum, 1 otherwise (unused).
-    pub(crate) fn scale(self, nranks: usize) -> f32 {
+    /// The bits of the factor of every contribution of `dtype` over `nranks` ranks (the work
+    /// descriptor's `scalar`, [`DType::scalar_bits`]): `1 / nranks` for Avg, the scalar for
+    /// PreMulSum, 1 otherwise (unused). `InvalidArgument` where no kernel is built: Avg and
+    /// PreMulSum of an integer dtype.
+    pub(crate) fn scalar(self, dtype: DType, nranks: usize) -> Result<u64> {
+        let refused = |what: &str| {
+            Error::InvalidArgument(format!(
+                "{what} of the integer dtype {dtype:?} is not built (NCCL averages integers by dividing the sum by \
+                 nranks, a post-operation zipcoll's schedules lack); Sum, Prod, Min and Max are"
+            ))
+        };
         match self {
-            Reduction::Op(ReduceOp::Avg) => 1.0 / nranks as f32,
-            Reduction::Op(_) => 1.0,
-            Reduction::PreMulSum(s) => s,
+            Reduction::Op(ReduceOp::Avg) => dtype.avg_scalar(nranks as u32).ok_or_else(|| refused("Avg")),
+            Reduction::Op(_) => Ok(dtype.scalar_bits(1.0).unwrap_or(1)),
+            Reduction::PreMulSum(s) => dtype.scalar_bits(s).ok_or_else(|| refused("PreMulSum")),
         }
     }
 }

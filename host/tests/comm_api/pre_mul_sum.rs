@@ -3,8 +3,9 @@
 //!
 //! | test | what |
 //! |------|------|
-//! | `pre_mul_sum_matches_the_reference` | 2, 3 and 8 ranks, every dtype, compression off and Auto, ring and two-shot all_reduce, reduce_scatter and reduce with scalars that no dtype but f32 holds, negative, zero, NaN; inputs with NaN payloads, infinities, -0.0 and subnormals |
+//! | `pre_mul_sum_matches_the_reference` | 2, 3 and 8 ranks, every float dtype, compression off and Auto, ring and two-shot all_reduce, reduce_scatter and reduce with scalars that no dtype but f32 and f64 holds, negative, zero, NaN, one only f64 holds; inputs with NaN payloads, infinities, -0.0 and subnormals |
 //! | `pre_mul_sum_of_one_over_nranks_is_avg` | `PreMulSum(1 / k)` gives `ReduceOp::Avg`'s bits |
+//! | `integers_refuse_avg_and_pre_mul_sum` | `InvalidArgument` for both on every integer dtype; the communicator then runs a sum |
 //! | `a_group_applies_each_calls_own_scalar` | two all_reduces with different scalars in one group |
 
 use zipcoll_host::comm::{run_sim, Algorithm, Compression, Config, Data, Lossless, Options, Reduction};
@@ -12,7 +13,7 @@ use zipcoll_host::reference::{self, CollRef};
 use zipcoll_host::{testdata, DType, ReduceOp};
 
 const N: usize = 2500;
-const SCALARS: [f32; 5] = [0.1, -3.0, 0.0, 1.0e-30, f32::NAN];
+const SCALARS: [f64; 6] = [0.1, -3.0, 0.0, 1.0e-30, f64::NAN, 1.0e-300];
 
 /// The calls checked, each with its input elements for `k` ranks (out of place).
 #[derive(Clone, Copy, Debug)]
@@ -88,7 +89,7 @@ fn check(k: usize, dtype: DType, call: Call, op: Reduction, compression: Compres
 #[test]
 fn pre_mul_sum_matches_the_reference() {
     for k in [2, 3, 8] {
-        for dtype in DType::ALL {
+        for dtype in DType::ALL.into_iter().filter(|d| !d.is_integer()) {
             for compression in [Compression::Off, Compression::Lossless(Lossless::Auto)] {
                 for (i, call) in [Call::Ring, Call::TwoShot, Call::ReduceScatter, Call::Reduce(k - 1)]
                     .into_iter()
@@ -106,10 +107,10 @@ fn pre_mul_sum_matches_the_reference() {
 #[test]
 fn pre_mul_sum_of_one_over_nranks_is_avg() {
     for k in [2, 3, 5] {
-        for dtype in DType::ALL {
+        for dtype in DType::ALL.into_iter().filter(|d| !d.is_integer()) {
             let off = Compression::Off;
             let avg = run(k, dtype, Call::Ring, ReduceOp::Avg.into(), off);
-            let scaled = run(k, dtype, Call::Ring, Reduction::PreMulSum(1.0 / k as f32), off);
+            let scaled = run(k, dtype, Call::Ring, Reduction::PreMulSum(1.0 / k as f64), off);
             assert_eq!(avg, scaled, "{k} ranks, {dtype:?}");
         }
     }
@@ -151,5 +152,30 @@ fn a_group_applies_each_calls_own_scalar() {
     for (r, (a, b)) in got.iter().enumerate() {
         assert_eq!(a, &want(0.5), "rank {r}: the group's first call");
         assert_eq!(b, &want(-2.0), "rank {r}: the group's second call");
+    }
+}
+
+#[test]
+fn integers_refuse_avg_and_pre_mul_sum() {
+    let got = run_sim(2, Config::sim(), |comm| {
+        let mut outcomes = Vec::new();
+        for dtype in DType::ALL.into_iter().filter(|d| d.is_integer()) {
+            let mut buf = comm.alloc(16 * dtype.size_bytes())?;
+            buf.copy_from_host(&vec![3u8; 16 * dtype.size_bytes()])?;
+            for op in [ReduceOp::Avg.into(), Reduction::PreMulSum(2.0)] {
+                let refused = comm.all_reduce(Data::InPlace(&mut buf), 16, dtype, op, Options::default());
+                outcomes.push(matches!(refused, Err(zipcoll_host::Error::InvalidArgument(_))));
+            }
+            comm.all_reduce(Data::InPlace(&mut buf), 16, dtype, ReduceOp::Sum, Options::default())?;
+            comm.synchronize()?;
+            // 0x03 bytes summed over two ranks: 0x06 in every byte for every width
+            outcomes.push(buf.to_host()? == vec![6u8; 16 * dtype.size_bytes()]);
+        }
+        Ok(outcomes)
+    })
+    .unwrap();
+    for (r, outcomes) in got.iter().enumerate() {
+        assert_eq!(outcomes.len(), 18);
+        assert!(outcomes.iter().all(|&ok| ok), "rank {r}: {outcomes:?}");
     }
 }

@@ -32,7 +32,8 @@ pub(crate) unsafe fn schedule<M: Team, T: Split, O: RedOp, E: Compression>(
 ) -> Result<(), Failure> {
     let (k, r, n) = (job.nranks, job.rank, job.count);
     // SAFETY: forwarded to the caller.
-    let mut p = unsafe { Prims::<M, T, NoPre<O>, E>::new(team, job.ring(), NoPre::new(k as u32), job.frame_elems)? };
+    let mut p =
+        unsafe { Prims::<M, T, NoPre<O>, E>::new(team, job.ring(), NoPre::new::<T>(k as u32), job.frame_elems)? };
     // element `s` of block `c` of `dst`
     let dst = |c: usize, s: usize| {
         // SAFETY: `c % k < k`, `s < count`: inside `dst`'s `k * count` elements.

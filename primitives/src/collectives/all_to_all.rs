@@ -34,7 +34,7 @@ pub(crate) unsafe fn schedule<M: Team, T: Split, O: RedOp, E: Compression>(
     job: &Job<T>,
 ) -> Result<(), Failure> {
     let (k, r, n, fe) = (job.nranks, job.rank, job.count, job.frame_elems);
-    let op = NoPre(O::scaled(job.scale));
+    let op = NoPre(O::scaled(job.scalar));
     for d in 1..k {
         // SAFETY: forwarded to the caller (every channel checked before any traffic).
         let _checked = unsafe { on::<M, T, _, E>(team, &job.channels[d], op, fe)? };

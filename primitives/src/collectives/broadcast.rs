@@ -32,7 +32,8 @@ pub(crate) unsafe fn schedule<M: Team, T: Split, O: RedOp, E: Compression>(
 ) -> Result<(), Failure> {
     let k = job.nranks;
     // SAFETY: forwarded to the caller.
-    let mut p = unsafe { Prims::<M, T, NoPre<O>, E>::new(team, job.ring(), NoPre::new(k as u32), job.frame_elems)? };
+    let mut p =
+        unsafe { Prims::<M, T, NoPre<O>, E>::new(team, job.ring(), NoPre::new::<T>(k as u32), job.frame_elems)? };
     let j = (job.rank + k - job.peer) % k;
     for (s, len) in job.pieces() {
         // SAFETY (every step): pieces lie in `0..count` and hold at most `frame_elems`; `src` is

@@ -37,7 +37,7 @@ pub(crate) unsafe fn group<M: Team, T: Split, O: RedOp, E: Compression>(
     for work in works {
         // SAFETY: forwarded to the caller.
         if let Some(job) = unsafe { validate::<T>(work)? } {
-            let op = NoPre(O::scaled(job.scale));
+            let op = NoPre(O::scaled(job.scalar));
             // SAFETY: forwarded to the caller.
             let _checked = unsafe { on::<M, T, _, E>(team, job.ring(), op, job.frame_elems)? };
         }
@@ -55,7 +55,7 @@ pub(crate) unsafe fn group<M: Team, T: Split, O: RedOp, E: Compression>(
                 }
                 let Some((s, len)) = job.piece(step) else { continue };
                 more = true;
-                let op = NoPre(O::scaled(job.scale));
+                let op = NoPre(O::scaled(job.scalar));
                 // SAFETY: the piece lies in `0..count` and holds at most `frame_elems`; the
                 // channel is this warp's own.
                 unsafe {

@@ -37,7 +37,7 @@ pub(crate) unsafe fn schedule<M: Team, T: Split, O: RedOp, E: Compression>(
 ) -> Result<(), Failure> {
     let k = job.nranks;
     // SAFETY: forwarded to the caller.
-    let mut p = unsafe { Prims::<M, T, O, E>::new(team, job.ring(), O::scaled(job.scale), job.frame_elems)? };
+    let mut p = unsafe { Prims::<M, T, O, E>::new(team, job.ring(), O::scaled(job.scalar), job.frame_elems)? };
     // this rank's place in the chain: 1 (start) ..= k (the root)
     let j = (job.rank + k - job.peer) % k;
     let j = if j == 0 { k } else { j };
@@ -62,7 +62,7 @@ pub(crate) unsafe fn schedule<M: Team, T: Split, O: RedOp, E: Compression>(
 
 /// The reduce result at `root`: `out` from `inputs` (one slice per rank, `out.len()` each), one
 /// element at a time in the chain's order (see the module docs), with operator `op` (for an
-/// average, `O::new(inputs.len())`).
+/// average, `O::new::<T>(inputs.len())`).
 pub fn reduce_reference<T: Split, O: RedOp>(op: O, inputs: &[&[T::Bits]], root: usize, out: &mut [T::Bits]) {
     let k = inputs.len();
     for (i, o) in out.iter_mut().enumerate() {

@@ -38,7 +38,7 @@ pub(crate) unsafe fn schedule<M: Team, T: Split, O: RedOp, E: Compression>(
 ) -> Result<(), Failure> {
     let (k, r, n) = (job.nranks, job.rank, job.count);
     // SAFETY: forwarded to the caller.
-    let mut p = unsafe { Prims::<M, T, O, E>::new(team, job.ring(), O::scaled(job.scale), job.frame_elems)? };
+    let mut p = unsafe { Prims::<M, T, O, E>::new(team, job.ring(), O::scaled(job.scalar), job.frame_elems)? };
     // element `s` of block `c` of `src`
     let src = |c: usize, s: usize| {
         // SAFETY: `c % k < k`, `s < count`: inside `src`'s `k * count` elements.
@@ -63,7 +63,7 @@ pub(crate) unsafe fn schedule<M: Team, T: Split, O: RedOp, E: Compression>(
 
 /// Rank `rank`'s reduce_scatter result: `out` (`count` elements) from `inputs` (one slice of
 /// `nranks * count` elements per rank), one element at a time in the schedule's order (see the
-/// module docs), with operator `op` (for an average, `O::new(inputs.len())`).
+/// module docs), with operator `op` (for an average, `O::new::<T>(inputs.len())`).
 pub fn reduce_scatter_reference<T: Split, O: RedOp>(op: O, inputs: &[&[T::Bits]], rank: usize, out: &mut [T::Bits]) {
     let (k, n) = (inputs.len(), out.len());
     let c = rank;

@@ -72,7 +72,7 @@ pub(crate) unsafe fn schedule<M: Team, T: Split, O: RedOp, E: Compression>(
     job: &Job<T>,
 ) -> Result<(), Failure> {
     let (k, rank, src, dst) = (job.nranks, job.rank, job.src, job.dst);
-    let op = O::scaled(job.scale);
+    let op = O::scaled(job.scalar);
     // SAFETY: forwarded to the caller.
     let mut p = unsafe { Prims::<M, T, O, E>::new(team, job.ring(), op, job.frame_elems)? };
     let chunks = RingChunks {
@@ -113,7 +113,7 @@ pub(crate) unsafe fn schedule<M: Team, T: Split, O: RedOp, E: Compression>(
 
 /// The result of ring all_reduce over `inputs` (one slice of `n` elements per rank) into `out`,
 /// computed one element at a time in the schedule's order (see the module docs), with operator
-/// `op` (for an average, `O::new(inputs.len())`).
+/// `op` (for an average, `O::new::<T>(inputs.len())`).
 ///
 /// `inputs` is not empty, every input and `out` have the same length, `frame_elems >= 1`.
 pub fn ring_all_reduce_reference<T: Split, O: RedOp>(

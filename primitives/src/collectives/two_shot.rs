@@ -73,7 +73,7 @@ pub(crate) unsafe fn schedule<M: Team, T: Split, O: RedOp, E: Compression>(
     job: &Job<T>,
 ) -> Result<(), Failure> {
     let (k, r, fe, src, dst) = (job.nranks, job.rank, job.frame_elems, job.src, job.dst);
-    let op = O::scaled(job.scale);
+    let op = O::scaled(job.scalar);
     let no_pre = NoPre(op);
     // every channel's configuration, checked before any traffic
     for d in 1..k {
@@ -119,7 +119,7 @@ pub(crate) unsafe fn schedule<M: Team, T: Split, O: RedOp, E: Compression>(
 
 /// The result of two-shot all_reduce over `inputs` (one slice of `n` elements per rank) into
 /// `out`, one element at a time in the schedule's order (see the module docs), with operator
-/// `op` (for an average, `O::new(inputs.len())`).
+/// `op` (for an average, `O::new::<T>(inputs.len())`).
 ///
 /// `inputs` is not empty, every input and `out` have the same length, `frame_elems >= 1`.
 pub fn two_shot_all_reduce_reference<T: Split, O: RedOp>(

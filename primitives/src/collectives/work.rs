@@ -18,8 +18,7 @@
 //! | 52     | 4    | `nparts`       | warps sharing the collective, `>= 1`                        |
 //! | 56     | 8    | `channels`     | `*const ChannelDesc`: [`Coll::channels`]`(nranks)` entries   |
 //! | 64     | 8    | `status`       | `*mut u32`: this warp's [`crate::conn::STATUS_WORDS`]-word status record (may be null) |
-//! | 72     | 4    | `scale`        | `f32`: Avg's factor of every contribution ([`zipcoll_device::reduce::RedOp::scaled`]): `1 / nranks` for an average, the caller's scalar for PreMulSum; the other operators ignore it |
-//! | 76     | 4    | `reserved`     | zero                                                        |
+//! | 72     | 8    | `scalar`       | the bits of Avg's factor of every contribution ([`zipcoll_device::reduce::RedOp::scaled`], [`zipcoll_device::dtype::DType::scalar_bits`]: f32 bits for the types reduced through f32, f64 bits for f64): `1 / nranks` for an average, the caller's scalar for PreMulSum; the other operators ignore it |
 //!
 //! `count` and the buffers, NCCL's conventions (`k = nranks`, `r = rank`):
 //!
@@ -170,10 +169,8 @@ pub struct WorkDesc {
     pub channels: *const ChannelDesc,
     /// This warp's status record.
     pub status: *mut u32,
-    /// Avg's factor of every contribution (`1 / nranks` for an average).
-    pub scale: f32,
-    /// Zero (the record's size stays a multiple of 8 without padding bytes).
-    pub reserved: u32,
+    /// The bits of Avg's factor of every contribution (`1 / nranks` for an average).
+    pub scalar: u64,
 }
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(core::mem::size_of::<WorkDesc>() == 80);
@@ -202,8 +199,8 @@ pub struct Job<'a, T: Split> {
     pub nparts: usize,
     /// The channels ([`Coll::channels`] entries; empty when `nranks == 1`).
     pub channels: &'a [ChannelDesc],
-    /// Avg's factor ([`WorkDesc::scale`]).
-    pub scale: f32,
+    /// The bits of Avg's factor ([`WorkDesc::scalar`]).
+    pub scalar: u64,
 }
 
 impl<T: Split> Job<'_, T> {
@@ -335,7 +332,7 @@ pub unsafe fn validate<'a, T: Split>(work: &'a WorkDesc) -> Result<Option<Job<'a
         part: work.part as usize,
         nparts: work.nparts as usize,
         channels,
-        scale: work.scale,
+        scalar: work.scalar,
     }))
 }
 

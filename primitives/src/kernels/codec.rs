@@ -414,7 +414,7 @@ mod tests {
         assert_eq!(frame_error(code::CODEC_NOT_BUILT, 1, 1, ""), None);
         assert_eq!(frame_error(code::UNKNOWN_CODEC, 256, 0, ""), None);
         assert_eq!(frame_error(code::CORRUPT, 99, 0, ""), None);
-        assert_eq!(frame_error(code::WRONG_DTYPE, 0, 9, ""), None);
+        assert_eq!(frame_error(code::WRONG_DTYPE, 0, 200, ""), None);
     }
 
     #[test]

@@ -4,9 +4,9 @@
 //!
 //! | kernel               | a channel is driven by | frames it sends                            | frames it decodes | instances  |
 //! |----------------------|------------------------|--------------------------------------------|-------------------|------------|
-//! | [`collective`]       | a block of one warp    | coded with each channel's codec (`ChannelDesc::codec`: RAW is compression off) | any codec | dtype x op |
+//! | [`collective`]       | a block of one warp    | coded with each channel's codec (`ChannelDesc::codec`: RAW is compression off); RAW for the dtypes without coders ([`Coding`]) | any codec (RAW only for those dtypes) | dtype x op |
 //! | [`collective_block`] | a block of up to 16 warps ([`Block`]) | RAW                          | RAW only          | dtype x op, NVIDIA |
-//! | [`collective_block_coded`] | a block of up to 16 warps, with shared memory for a block coder | each channel's codec: block frames coded by the whole block where the codec has a block coder (ExpAns), else warp frames coded by its first warp | any codec, either frame format | dtype x op, NVIDIA |
+//! | [`collective_block_coded`] | a block of up to 16 warps, with shared memory for a block coder | each channel's codec: block frames coded by the whole block where the codec has a block coder (ExpAns), else warp frames coded by its first warp | any codec, either frame format | coded dtype x op, NVIDIA |
 //!
 //! In [`collective`] the codec is a run-time choice (`ByChannel`), not a kernel per codec: every
 //! schedule of every collective is in each kernel, and the data-movement schedules and the frame
@@ -23,7 +23,7 @@
 
 use crate::collectives::{report_first, run_works, WorkDesc};
 use crate::conn::{ConnError, Failure};
-use crate::prims::{ByChannel, Compression, RawOnly};
+use crate::prims::{ByChannel, Coding, Compression, RawOnly};
 use zipcoll_codegen::kernel;
 use zipcoll_device::dtype::Split;
 use zipcoll_device::reduce::RedOp;
@@ -52,12 +52,12 @@ unsafe fn block_works<'a>(b: u32, works: *const u8, starts: *const u32) -> &'a [
 /// # Safety
 /// Blocks have exactly one warp; `starts` holds `grid_dim + 1` ascending indices into `works`,
 /// an array of 8-aligned [`WorkDesc`]s, each satisfying [`run_works`]'s contract.
-#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2], op = [sum, prod, min, max, avg], vendor = [nvptx, amdgpu])]
-pub unsafe fn collective<W: Warp, T: Split, O: RedOp>(w: W, works: *const u8, starts: *const u32) {
+#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2, i8, u8, i32, u32, i64, u64, f64], op = [sum, prod, min, max, avg], vendor = [nvptx, amdgpu])]
+pub unsafe fn collective<W: Warp, T: Split + Coding, O: RedOp>(w: W, works: *const u8, starts: *const u32) {
     // SAFETY: the caller's contract.
     let mine = unsafe { block_works(w.block_idx(), works, starts) };
     // SAFETY: forwarded to the caller; a failure is in the warp's status record.
-    let _ = unsafe { run_works::<W, T, O, ByChannel>(w, mine) };
+    let _ = unsafe { run_works::<W, T, O, <T as Coding>::ByChannel>(w, mine) };
 }
 
 /// Runs the launch's works with each block as one channel team: block `b` (every thread of it)
@@ -68,7 +68,7 @@ pub unsafe fn collective<W: Warp, T: Split, O: RedOp>(w: W, works: *const u8, st
 /// # Safety
 /// As [`collective`], for blocks of any number of threads; the launch's dynamic shared memory
 /// is for this kernel alone.
-#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2], op = [sum, prod, min, max, avg], vendor = [nvptx])]
+#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2, i8, u8, i32, u32, i64, u64, f64], op = [sum, prod, min, max, avg], vendor = [nvptx])]
 pub unsafe fn collective_block<W: Warp + SharedMem, T: Split, O: RedOp>(w: W, works: *const u8, starts: *const u32) {
     // SAFETY: forwarded to the caller.
     unsafe { run_blocks::<W, T, O, RawOnly>(w, works, starts) }

@@ -13,7 +13,7 @@ use zipcoll_targets::Warp;
 /// # Safety
 /// `src0` and `src1` are valid for `n` reads and `dst` for `n` writes; `dst` may equal a
 /// source (in place) but must not otherwise overlap them.
-#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2], op = [sum, prod, min, max, avg], vendor = [nvptx, amdgpu])]
+#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2, i8, u8, i32, u32, i64, u64, f64], op = [sum, prod, min, max, avg], vendor = [nvptx, amdgpu])]
 pub unsafe fn reduce_copy<W: Warp, T: Elem, O: RedOp>(
     w: W,
     src0: *const T::Bits,
@@ -22,7 +22,7 @@ pub unsafe fn reduce_copy<W: Warp, T: Elem, O: RedOp>(
     n: usize,
     nranks: u32,
 ) {
-    let op = O::new(nranks);
+    let op = O::new::<T>(nranks);
     let stride = w.global_threads();
     let mut i = w.global_idx();
     while i < n {

@@ -15,7 +15,7 @@ use zipcoll_targets::Warp;
 /// # Safety
 /// `src` is valid for `n` reads and `dst` for `n` writes; they are equal or do not overlap.
 /// Launch with `block_dim` a multiple of `WIDTH` (whole warps).
-#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2], op = [sum, prod, min, max, avg], vendor = [nvptx, amdgpu])]
+#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2, i8, u8, i32, u32, i64, u64, f64], op = [sum, prod, min, max, avg], vendor = [nvptx, amdgpu])]
 pub unsafe fn warp_all_reduce<W: Warp, T: Elem, O: RedOp>(
     w: W,
     src: *const T::Bits,
@@ -23,7 +23,7 @@ pub unsafe fn warp_all_reduce<W: Warp, T: Elem, O: RedOp>(
     n: usize,
     nranks: u32,
 ) {
-    let op = O::new(nranks);
+    let op = O::new::<T>(nranks);
     let width = W::WIDTH as usize;
     let groups = n / width;
     let warps = w.global_threads() / width;

@@ -61,7 +61,7 @@ mod staged;
 mod unaligned;
 pub mod value;
 
-pub use compression::{ByChannel, Compression, Force, Off, RawOnly};
+pub use compression::{ByChannel, Coding, Compression, Force, Off, RawOnly};
 
 use crate::conn::{ChannelDesc, ConnError, Failure, RecvConn, SendConn, Side};
 use core::marker::PhantomData;
@@ -89,8 +89,8 @@ impl<O: RedOp> RedOp for NoPre<O> {
         self.0.combiner()
     }
     #[inline(always)]
-    fn scaled(scale: f32) -> Self {
-        NoPre(O::scaled(scale))
+    fn scaled(scalar: u64) -> Self {
+        NoPre(O::scaled(scalar))
     }
     #[inline(always)]
     fn pre<T: Elem>(self, x: T::Bits) -> T::Bits {

@@ -296,9 +296,37 @@ pub unsafe fn combine_send_value<
             vector_pass::<M, T, V, RECV, SEND, COPY, false>(team, step_value, s, nvec)
         }
     };
-    // the words after the vectors (at most 4): thread r moves word nvec * 4 + r, + size, ..
-    let words = bytes.div_ceil(4);
     let out = s.send.wrapping_add(HEADER_BYTES).cast::<T::Bits>();
+    if T::DTYPE.size_bytes() == 8 {
+        // the element after the vectors (a tail of 8 bytes or none): thread 0 moves it whole
+        let e = nvec * 2 + team.rank() as usize;
+        if e < s.n {
+            // SAFETY: `e < n`: inside the payload, `src`, `dst` and the slot's payload
+            // (contract); `src`'s element is read before `dst`'s is written.
+            unsafe {
+                let got = if RECV { s.recv.add(e).read() } else { T::Bits::default() };
+                let mine = if local { s.src.add(e).read() } else { T::Bits::default() };
+                let x = step_value.of::<T>(got, mine);
+                if COPY {
+                    s.dst.add(e).write(x);
+                }
+                if SEND {
+                    out.add(e).write(x);
+                }
+                acc = acc.wrapping_add(element_terms(x.to_bits64(), e));
+                if RECV && s.verify {
+                    got_acc = got_acc.wrapping_add(element_terms(got.to_bits64(), e));
+                }
+            }
+        }
+    }
+    // the words after the vectors (at most 4) of smaller elements: thread r moves word
+    // nvec * 4 + r, + size, ..
+    let words = if T::DTYPE.size_bytes() == 8 {
+        0
+    } else {
+        bytes.div_ceil(4)
+    };
     let mut w = nvec * 4 + team.rank() as usize;
     while w < words {
         // SAFETY: `w < words`: the word's elements that exist are inside the payload and `src`
@@ -456,10 +484,26 @@ fn vector_terms(v: &Vector, i: usize) -> u32 {
         .fold(0u32, |acc, (k, &x)| acc.wrapping_add(checksum_term(x, base + k as u32)))
 }
 
+/// The checksum terms of 8-byte element `e` (its two little-endian words, `2e` and `2e + 1`).
+#[inline(always)]
+fn element_terms(bits: u64, e: usize) -> u32 {
+    checksum_term(bits as u32, 2 * e as u32).wrapping_add(checksum_term((bits >> 32) as u32, 2 * e as u32 + 1))
+}
+
 /// The vector whose elements are `v`'s of the received and local vectors' elements.
 #[inline(always)]
 fn map_vector<T: Elem, V: StepValue>(v: V, received: Vector, mine: Vector) -> Vector {
     let (g, m) = (received.0, mine.0);
+    if T::DTYPE.size_bytes() == 8 {
+        // two elements, each two words (low word first)
+        let of = |k: usize| {
+            let r = T::Bits::from_bits64(u64::from(g[2 * k]) | u64::from(g[2 * k + 1]) << 32);
+            let l = T::Bits::from_bits64(u64::from(m[2 * k]) | u64::from(m[2 * k + 1]) << 32);
+            v.of::<T>(r, l).to_bits64()
+        };
+        let (a, b) = (of(0), of(1));
+        return Vector([a as u32, (a >> 32) as u32, b as u32, (b >> 32) as u32]);
+    }
     let f = |r: T::Bits, l: T::Bits| v.of::<T>(r, l);
     Vector([
         map_word::<T>(g[0], m[0], f),
@@ -555,6 +599,13 @@ unsafe fn store_word<T: Elem>(p: *mut T::Bits, word: usize, n: usize, bits: u32)
 #[inline(always)]
 unsafe fn tail_word<T: Elem>(p: *const T::Bits, word: usize, n: usize) -> u32 {
     let size = T::DTYPE.size_bytes();
+    if size == 8 {
+        if word / 2 >= n {
+            return 0;
+        }
+        // SAFETY: `word / 2 < n` (the caller's contract): half of that element.
+        return (unsafe { p.add(word / 2).read() }.to_bits64() >> (32 * (word % 2))) as u32;
+    }
     let per = 4 / size;
     let first = word * per;
     let mut bits = 0u32;

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use crate::sim_net::{Channel, Link, Net};
-use zipcoll_device::dtype::Split;
+use zipcoll_device::dtype::{Elem, F32Exact, Split, F64};
 use zipcoll_device::reduce::RedOp;
 use zipcoll_primitives::collectives::{
     all_gather_reference, all_to_all_reference, reduce_reference, reduce_scatter_reference, ring_all_reduce_reference,
@@ -37,30 +37,75 @@ impl Rng {
     }
 }
 
-/// NaNs of `T` with different payloads / signs: the canonical one, its negation, and (where it
-/// is a NaN) the canonical one with the lowest bit cleared.
-pub fn nans<T: Split>() -> Vec<T::Bits> {
-    let c = T::CANONICAL_NAN.to_bits64();
-    let sign = 1u64 << (8 * T::DTYPE.size_bytes() - 1);
-    [c, c | sign, c ^ 1]
-        .into_iter()
-        .map(T::Bits::from_bits64)
-        .filter(|&b| T::to_f32(b).is_nan())
-        .collect()
+/// A dtype the collective tests run: its values made from f32 samples.
+pub trait Gen: Split {
+    /// `x` as this type: rounded for the floats; `x * 8` truncated toward zero, wrapped to the
+    /// width, for the integers (NaN becomes 0, infinities the extremes).
+    fn from_f32(x: f32) -> Self::Bits;
+    /// NaNs with different payloads and signs (none for the integers).
+    fn nans() -> Vec<Self::Bits>;
 }
 
+/// `impl Gen` for float types reduced through f32: the canonical NaN, its negation, and (where
+/// it is a NaN) the canonical one with the lowest bit cleared.
+macro_rules! gen_f32_exact {
+    ($($t:ident),*) => {$(
+        impl Gen for zipcoll_device::dtype::$t {
+            fn from_f32(x: f32) -> Self::Bits {
+                <Self as F32Exact>::from_f32(x)
+            }
+            fn nans() -> Vec<Self::Bits> {
+                let c = Self::CANONICAL_NAN.to_bits64();
+                let sign = 1u64 << (8 * <Self as Elem>::DTYPE.size_bytes() - 1);
+                [c, c | sign, c ^ 1]
+                    .into_iter()
+                    .map(<Self::Bits as Word>::from_bits64)
+                    .filter(|&b| Self::to_f32(b).is_nan())
+                    .collect()
+            }
+        }
+    )*};
+}
+gen_f32_exact!(Bf16, F16, F32, F8E4M3, F8E5M2);
+
+impl Gen for F64 {
+    fn from_f32(x: f32) -> u64 {
+        f64::from(x).to_bits()
+    }
+    fn nans() -> Vec<u64> {
+        vec![0x7FFF_FFFF_FFFF_FFFF, 0xFFF8_0000_0000_0000, 0x7FF0_0000_0000_0001]
+    }
+}
+
+/// `impl Gen` for the integer types.
+macro_rules! gen_int {
+    ($($t:ident),*) => {$(
+        impl Gen for zipcoll_device::dtype::$t {
+            fn from_f32(x: f32) -> Self::Bits {
+                // `as` saturates (NaN to 0); then wrap into the width
+                <Self::Bits as Word>::from_bits64((x * 8.0) as i64 as u64)
+            }
+            fn nans() -> Vec<Self::Bits> {
+                Vec::new()
+            }
+        }
+    )*};
+}
+gen_int!(I8, U8, I32, U32, I64, U64);
+
 /// Rank `r`'s input of `n` elements (seeded): roughly normal values, with -0.0, infinities,
-/// NaNs of several payloads and a large value sprinkled in.
-pub fn input<T: Split>(r: usize, n: usize, seed: u64) -> Vec<T::Bits> {
+/// NaNs of several payloads and a large value sprinkled in (integers: values of either sign,
+/// and the extremes of the width where the floats have infinities).
+pub fn input<T: Gen>(r: usize, n: usize, seed: u64) -> Vec<T::Bits> {
     let mut g = Rng(0x9E37_79B9_7F4A_7C15 ^ (r as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03) ^ seed);
-    let nans = nans::<T>();
+    let nans = T::nans();
     (0..n)
         .map(|i| {
             let x = match (i + 3 * r + seed as usize) % 97 {
                 7 => -0.0,
                 50 if r.is_multiple_of(3) => f32::INFINITY,
                 51 if r % 4 == 1 => f32::NEG_INFINITY,
-                66 if r % 2 == 1 => return nans[(i / 97 + r) % nans.len()],
+                66 if r % 2 == 1 && !nans.is_empty() => return nans[(i / 97 + r) % nans.len()],
                 90 => 300.0,
                 _ => (g.unit() + g.unit() + g.unit() - 1.5) * 2.0,
             };
@@ -70,7 +115,7 @@ pub fn input<T: Split>(r: usize, n: usize, seed: u64) -> Vec<T::Bits> {
 }
 
 /// A filler no collective writes (to see what stays untouched).
-pub fn fill<T: Split>() -> T::Bits {
+pub fn fill<T: Gen>() -> T::Bits {
     T::from_f32(-7.0)
 }
 
@@ -86,7 +131,7 @@ pub fn lens(coll: Coll, k: usize, count: usize) -> (usize, usize) {
 
 /// What rank `r`'s output buffer must hold after `coll` (out of place: `dst`; in place: the one
 /// buffer), from the inputs and, where nothing is written, the buffer's initial contents.
-pub fn expected<T: Split, O: RedOp>(
+pub fn expected<T: Gen, O: RedOp>(
     coll: Coll,
     root: usize,
     count: usize,
@@ -95,7 +140,7 @@ pub fn expected<T: Split, O: RedOp>(
     initial: &[T::Bits],
 ) -> Vec<T::Bits> {
     let mut out = initial.to_vec();
-    let op = O::new(inputs.len() as u32);
+    let op = O::new::<T>(inputs.len() as u32);
     match coll {
         Coll::RingAllReduce => ring_all_reduce_reference::<T, O>(op, inputs, &mut out, FRAME_ELEMS),
         Coll::TwoShotAllReduce => two_shot_all_reduce_reference::<T, O>(op, inputs, &mut out, FRAME_ELEMS),
@@ -118,7 +163,7 @@ pub fn expected<T: Split, O: RedOp>(
 /// Runs `coll` on a fresh net (`nranks` x `nparts`) with `count` and compression `E`, in place
 /// or not, and checks every rank's output bit for bit against the reference.
 #[allow(clippy::too_many_arguments)]
-pub fn check<T: Split, O: RedOp, E: Compression>(
+pub fn check<T: Gen, O: RedOp, E: Compression>(
     coll: Coll,
     nranks: usize,
     nparts: usize,
@@ -143,7 +188,7 @@ pub fn check<T: Split, O: RedOp, E: Compression>(
 /// [`check`] with every channel driven by a team of the `channel`'s kind, over FIFOs of the
 /// `link`'s kind.
 #[allow(clippy::too_many_arguments)]
-pub fn check_on<T: Split, O: RedOp, E: Compression>(
+pub fn check_on<T: Gen, O: RedOp, E: Compression>(
     channel: Channel,
     link: Link,
     coll: Coll,
@@ -196,7 +241,9 @@ pub fn check_on<T: Split, O: RedOp, E: Compression>(
             } else {
                 (srcs[r].as_ptr().cast::<u8>(), base)
             };
-            vec![net.work(coll, r, part, root, src, dst, count, FRAME_ELEMS)]
+            let mut work = net.work(coll, r, part, root, src, dst, count, FRAME_ELEMS);
+            work.scalar = T::DTYPE.avg_scalar(k as u32).unwrap_or(0);
+            vec![work]
         })
         .collect();
     let results = net.run_on::<T, O, E>(&warps, channel);

@@ -261,8 +261,7 @@ impl Net {
                 channels.as_ptr()
             },
             status: status[0].as_ptr(),
-            scale: 1.0 / self.nranks as f32,
-            reserved: 0,
+            scalar: u64::from((1.0 / self.nranks as f32).to_bits()),
         };
         arena.stages.push(stage);
         arena.stages.push(frame_stage);

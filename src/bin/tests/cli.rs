@@ -31,7 +31,7 @@ use safetensors::tensor::TensorView;
 use safetensors::Dtype;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use zipcoll_device::dtype::{Bf16, Elem, F32, F8E4M3, F8E5M2};
+use zipcoll_device::dtype::{Bf16, F32Exact, F32, F8E4M3, F8E5M2};
 
 /// A directory removed when dropped.
 struct TempDir(PathBuf);
@@ -72,7 +72,7 @@ fn normal(n: usize, seed: u64) -> Vec<f32> {
 }
 
 /// The little-endian bytes of `xs` rounded to `T`.
-fn bytes_of<T: Elem>(xs: &[f32]) -> Vec<u8> {
+fn bytes_of<T: F32Exact>(xs: &[f32]) -> Vec<u8> {
     use zipcoll_targets::Word;
     let size = T::DTYPE.size_bytes();
     xs.iter()

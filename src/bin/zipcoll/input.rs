@@ -17,23 +17,12 @@ use std::ops::Range;
 use std::path::Path;
 use zipcoll::DType;
 
-/// The CLI name of `dtype`.
-pub fn dtype_name(dtype: DType) -> &'static str {
-    match dtype {
-        DType::Bf16 => "bf16",
-        DType::F16 => "f16",
-        DType::F32 => "f32",
-        DType::F8E4M3 => "f8e4m3",
-        DType::F8E5M2 => "f8e5m2",
-    }
-}
-
-/// The dtype called `name` on the command line.
+/// The dtype called `name` on the command line ([`DType::name`]).
 pub fn parse_dtype(name: &str) -> Result<DType, String> {
-    DType::ALL
-        .into_iter()
-        .find(|&d| dtype_name(d) == name.to_ascii_lowercase())
-        .ok_or_else(|| format!("unknown dtype {name:?} (expected bf16, f16, f32, f8e4m3 or f8e5m2)"))
+    DType::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
+        format!("unknown dtype {name:?} (expected one of {})", names.join(", "))
+    })
 }
 
 /// One tensor: its bytes are `range` of [`Input::bytes`].
@@ -98,7 +87,7 @@ pub fn read(path: &Path, dtype: Option<DType>) -> Result<Input, Fail> {
             "{}: {} bytes is not a whole number of {} elements ({size} bytes each)",
             path.display(),
             bytes.len(),
-            dtype_name(dtype)
+            dtype.name()
         )));
     }
     let tensors = vec![Tensor {
@@ -131,7 +120,7 @@ fn read_safetensors(path: &Path, bytes: Vec<u8>, filter: Option<DType>) -> Resul
                 view.dtype()
             )),
             Some(d) if filter.is_some_and(|f| f != d) => {
-                skipped.push(format!("{name}: {} (not the --dtype given)", dtype_name(d)))
+                skipped.push(format!("{name}: {} (not the --dtype given)", d.name()))
             }
             Some(dtype) => tensors.push(Tensor {
                 name: name.to_owned(),

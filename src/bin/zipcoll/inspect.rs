@@ -12,7 +12,7 @@
 //! [`PROGRESS_BYTES`] a progress line per batch goes to stderr.
 
 use crate::common::{say, Fail};
-use crate::input::{self, dtype_name, Tensor};
+use crate::input::{self, Tensor};
 use crate::lossy::{self, LossySpec};
 use clap::Args;
 use std::collections::BTreeMap;
@@ -24,7 +24,7 @@ use zipcoll_device::arbitrate::{
     entropy_bits_q16, predict, Arbiter, Plan, Predictions, Reason, Sample, TransportModel, MIN_GAIN, NET, NVLINK,
     Q16_ONE,
 };
-use zipcoll_device::dtype::{Bf16, Elem, Split, F16, F32, F8E4M3, F8E5M2};
+use zipcoll_device::dtype::{Bf16, Elem, Split, F16, F32, F64, F8E4M3, F8E5M2, I32, I64, I8, U32, U64, U8};
 use zipcoll_device::frame::HEADER_BYTES;
 use zipcoll_targets::Word;
 
@@ -40,7 +40,7 @@ pub struct InspectArgs {
     pub file: PathBuf,
     /// bf16, f16, f32, f8e4m3 or f8e5m2: the elements of a raw file (required); for a
     /// .safetensors file, only the tensors of this dtype are inspected (default: all).
-    #[arg(long, value_parser = input::parse_dtype)]
+    #[arg(long, value_parser = parse_coded_dtype)]
     pub dtype: Option<DType>,
     /// raw, fixedlen, expwindow, expans or huffman; `auto`: only the codecs the arbitration
     /// picks [default: every codec].
@@ -107,7 +107,7 @@ pub fn run(args: &InspectArgs) -> Result<Outcome, Fail> {
         if frame_elems > most {
             return Err(Fail::Usage(format!(
                 "--frame-elems {frame_elems}: frames of {} ({}) hold at most {most} elements (1 GiB)",
-                dtype_name(t.dtype),
+                t.dtype.name(),
                 t.name
             )));
         }
@@ -229,6 +229,20 @@ fn analyze<T: Split>(data: &[u8], frame_elems: usize) -> Analysis {
     }
 }
 
+/// A dtype the codecs are built for ([`DType::coded`]), called `name` on the command line.
+pub fn parse_coded_dtype(name: &str) -> Result<DType, String> {
+    let d = input::parse_dtype(name)?;
+    if d.coded() {
+        Ok(d)
+    } else {
+        Err(format!(
+            "{} has no codec (the codecs take bf16, f16, f32, f8e4m3 and f8e5m2; the collectives move {} uncompressed)",
+            d.name(),
+            d.name()
+        ))
+    }
+}
+
 /// [`analyze`] for the marker type of `dtype`.
 fn analyze_dtype(dtype: DType, data: &[u8], frame_elems: usize) -> Analysis {
     match dtype {
@@ -237,6 +251,13 @@ fn analyze_dtype(dtype: DType, data: &[u8], frame_elems: usize) -> Analysis {
         DType::F32 => analyze::<F32>(data, frame_elems),
         DType::F8E4M3 => analyze::<F8E4M3>(data, frame_elems),
         DType::F8E5M2 => analyze::<F8E5M2>(data, frame_elems),
+        DType::I8 => analyze::<I8>(data, frame_elems),
+        DType::U8 => analyze::<U8>(data, frame_elems),
+        DType::I32 => analyze::<I32>(data, frame_elems),
+        DType::U32 => analyze::<U32>(data, frame_elems),
+        DType::I64 => analyze::<I64>(data, frame_elems),
+        DType::U64 => analyze::<U64>(data, frame_elems),
+        DType::F64 => analyze::<F64>(data, frame_elems),
     }
 }
 
@@ -303,7 +324,7 @@ fn tensor_line(t: &Tensor, data: &[u8], frame_elems: usize) -> usize {
     say!(
         "tensor {}: {}, {n} elements, {}, {} frame(s)",
         t.name,
-        dtype_name(t.dtype),
+        t.dtype.name(),
         mib(data.len() as u64),
         n.div_ceil(frame_elems)
     );

@@ -17,7 +17,7 @@ use crate::common::{say, Fail};
 use crate::inspect::{elements, Outcome};
 use zipcoll::codec::{decode_symbols, encode_symbols};
 use zipcoll::{CodecId, DType};
-use zipcoll_device::dtype::{Bf16, Elem, F16, F32, F8E4M3, F8E5M2};
+use zipcoll_device::dtype::{Bf16, F32Exact, F16, F32, F8E4M3, F8E5M2};
 use zipcoll_device::frame::HEADER_BYTES;
 use zipcoll_device::lossy::error_bound::relative_to_range;
 use zipcoll_device::lossy::{Quantizer, ESCAPE};
@@ -117,7 +117,7 @@ struct Quantized<B> {
     rebuilt: Vec<B>,
 }
 
-fn quantize<T: Elem>(q: &Quantizer, x: &[T::Bits]) -> Quantized<T::Bits> {
+fn quantize<T: F32Exact>(q: &Quantizer, x: &[T::Bits]) -> Quantized<T::Bits> {
     let mut out = Quantized {
         symbols: Vec::with_capacity(x.len()),
         scales: Vec::new(),
@@ -152,10 +152,14 @@ pub fn report(spec: LossySpec, dtype: DType, data: &[u8], frame_elems: usize) ->
         DType::F32 => report_as::<F32>(spec, data, frame_elems),
         DType::F8E4M3 => report_as::<F8E4M3>(spec, data, frame_elems),
         DType::F8E5M2 => report_as::<F8E5M2>(spec, data, frame_elems),
+        other => Err(Fail::Usage(format!(
+            "--lossy quantizes float types reduced through f32, not {}",
+            other.name()
+        ))),
     }
 }
 
-fn report_as<T: Elem>(spec: LossySpec, data: &[u8], frame_elems: usize) -> Result<Outcome, Fail> {
+fn report_as<T: F32Exact>(spec: LossySpec, data: &[u8], frame_elems: usize) -> Result<Outcome, Fail> {
     let size = T::DTYPE.size_bytes();
     let x = elements::<T>(data);
     let finite = x.iter().map(|&e| T::to_f32(e)).filter(|v| v.is_finite());
