@@ -1,5 +1,5 @@
-//! Runs the first kernels, `reduce_copy` and `warp_all_reduce`, for every dtype x op on a GPU
-//! (or the simulator), and checks every result bit for bit: the GPU's against the simulator's,
+//! Runs the first kernels, `reduce_copy` and `warp_all_reduce`, for every dtype x op built
+//! (integers have no avg) on a GPU (or the simulator), and checks every result bit for bit: the GPU's against the simulator's,
 //! and the simulator's against the scalar host reference.
 //!
 //! ```sh
@@ -27,7 +27,7 @@ use zipcoll::{reference, testdata, Backend, DType, Error, ReduceOp};
 #[command(
     name = "reduce_copy",
     version,
-    about = "Runs reduce_copy and warp_all_reduce for every dtype x op and checks them bit for bit",
+    about = "Runs reduce_copy and warp_all_reduce for every dtype x op built and checks them bit for bit",
     after_help = common::EXIT_STATUSES
 )]
 struct Args {
@@ -213,6 +213,9 @@ fn run(args: &Args, backend: Backend) -> Result<(), Fail> {
         let counts = sizes.iter().map(usize::to_string).collect::<Vec<_>>().join("+");
         for (d, dtype) in DType::ALL.into_iter().enumerate() {
             for (o, op) in ReduceOp::ALL.into_iter().enumerate() {
+                if !op.built_for(dtype) {
+                    continue;
+                }
                 let seed = args
                     .seed
                     .wrapping_mul(1000)

@@ -13,7 +13,7 @@
 //! [`Avg`]'s scalar is `1 / nranks` for an average ([`RedOp::new`]) or the caller's scalar for
 //! NCCL's `ncclRedOpCreatePreMulSum` ([`RedOp::scaled`]); a collective's descriptor carries it.
 //! Integers have no average here (NCCL divides their sum by `nranks`, an operator zipcoll does
-//! not build: [`crate::dtype::DType::avg_scalar`] is `None` for them).
+//! not build: [`DType::avg_scalar`] is `None` for them).
 //!
 //! Each operation is the element type's ([`Elem::add`], ..): for bf16, f16 and fp8 "widen
 //! exactly to f32, one f32 operation, round to nearest even"; for f32 and f64 the native
@@ -33,7 +33,7 @@ mod ops;
 
 pub use ops::{Avg, Max, Min, Prod, Sum};
 
-use crate::dtype::Elem;
+use crate::dtype::{DType, Elem};
 
 /// The reductions, as a runtime value (host API, kernel manifest).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -47,6 +47,12 @@ pub enum ReduceOp {
 }
 
 impl ReduceOp {
+    /// Whether kernels reduce `dtype` with this operator: every pair but Avg of an integer
+    /// dtype (NCCL divides an integer sum by `nranks`, a post-operation zipcoll lacks).
+    pub const fn built_for(self, dtype: DType) -> bool {
+        !(dtype.is_integer() && matches!(self, ReduceOp::Avg))
+    }
+
     /// Every reduction, in discriminant order.
     pub const ALL: [ReduceOp; 5] = [
         ReduceOp::Sum,
@@ -62,11 +68,11 @@ pub trait RedOp: Copy {
     /// This operator as a runtime value.
     const OP: ReduceOp;
     /// The operator whose `pre` multiplies each contribution by the scalar whose bits are
-    /// `scalar` ([`crate::dtype::DType::scalar_bits`]; Avg: NCCL's PreMulSum with that scalar); every other
+    /// `scalar` ([`DType::scalar_bits`]; Avg: NCCL's PreMulSum with that scalar); every other
     /// operator ignores it.
     fn scaled(scalar: u64) -> Self;
     /// The operator for a reduction of `T` over `nranks` contributions: [`RedOp::scaled`] with
-    /// [`crate::dtype::DType::avg_scalar`], Avg's factor (0 for integers, which have no average).
+    /// [`DType::avg_scalar`], Avg's factor (0 for integers, which have no average).
     #[inline(always)]
     fn new<T: Elem>(nranks: u32) -> Self {
         Self::scaled(T::DTYPE.avg_scalar(nranks).unwrap_or(0))
