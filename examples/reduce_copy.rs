@@ -1,6 +1,6 @@
 //! Runs the first kernels, `reduce_copy` and `warp_all_reduce`, for every dtype x op built
-//! (integers have no avg) on a GPU (or the simulator), and checks every result bit for bit: the GPU's against the simulator's,
-//! and the simulator's against the scalar host reference.
+//! (integers have no avg) on a GPU (or the simulator), and checks every result bit for bit:
+//! the GPU's against the simulator's, and the simulator's against the scalar host reference.
 //!
 //! ```sh
 //! cargo run --release --example reduce_copy                    # the detected backend
