@@ -1090,7 +1090,7 @@ mod tests {
     #[test]
     fn selections_follow_quick_and_the_filters() {
         let all = Selection::new(&CheckArgs::default(), 4).unwrap();
-        assert_eq!((all.cases.len(), all.combos.len(), all.policies.len()), (9, 11, 4));
+        assert_eq!((all.cases.len(), all.combos.len(), all.policies.len()), (9, 17, 4));
         assert_eq!(all.counts, vec![0, 1, 1000, 1_500_007]);
         let quick = CheckArgs {
             quick: true,
@@ -1099,7 +1099,7 @@ mod tests {
         let q = Selection::new(&quick, 4).unwrap();
         assert_eq!(
             (q.cases.len() * q.per_case(), q.counts.clone()),
-            (324, vec![1, 1000, 40_000])
+            (432, vec![1, 1000, 40_000])
         );
         let f16 = CheckArgs {
             dtype: vec![DType::F16],
@@ -1132,7 +1132,7 @@ mod tests {
         };
         assert_eq!(
             Selection::new(&no_pair, 2).unwrap().combos,
-            vec![(DType::Bf16, ReduceOp::Prod)]
+            vec![(DType::Bf16, ReduceOp::Prod), (DType::I32, ReduceOp::Prod)]
         );
     }
 }

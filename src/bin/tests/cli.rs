@@ -594,7 +594,7 @@ fn comm_check_quick_reports_progress() {
     let mut lines = stdout.lines();
     let plan = lines.next().unwrap_or_default();
     assert!(
-        plan.contains("2 ranks: 72 cases per rank (2 collectives x 3 dtype/op x 4 compressions x 3 counts)"),
+        plan.contains("2 ranks: 96 cases per rank (2 collectives x 4 dtype/op x 4 compressions x 3 counts)"),
         "{stdout}"
     );
     let progress: Vec<&str> = lines
@@ -602,11 +602,11 @@ fn comm_check_quick_reports_progress() {
         .collect();
     assert_eq!(progress.len(), 2, "{stdout}");
     assert!(
-        progress[0].starts_with("check all_reduce_ring") && progress[0].contains("36/72 cases"),
+        progress[0].starts_with("check all_reduce_ring") && progress[0].contains("48/96 cases"),
         "{stdout}"
     );
     assert!(
-        progress[1].starts_with("check send_recv_shift") && progress[1].contains("72/72 cases, 0 failed"),
+        progress[1].starts_with("check send_recv_shift") && progress[1].contains("96/96 cases, 0 failed"),
         "{stdout}"
     );
     // the ring all_reduce again and again on the same buffers (the simulator's 16 call slots
@@ -615,7 +615,7 @@ fn comm_check_quick_reports_progress() {
         stdout.contains("check repeated all_reduce 33 rounds on the same buffers, 0 failed"),
         "{stdout}"
     );
-    assert!(stdout.contains("105 cases per rank x 2 ranks, 0 failed"), "{stdout}");
+    assert!(stdout.contains("129 cases per rank x 2 ranks, 0 failed"), "{stdout}");
 }
 
 #[test]
