@@ -57,6 +57,12 @@ pub(crate) fn run<const W: u32>(
         cfg.block_dim = team.threads();
         cfg.shared_bytes = team.shared_bytes();
     }
+    // as on a GPU, where no coding block kernel is built for a dtype without coders
+    if matches!(team, ChannelTeam::CodedBlock(_)) && !dtype.coded() {
+        return Err(Error::Sim(format!(
+            "no collective_block_coded kernel for {dtype:?}: its calls must run the RAW block kernel"
+        )));
+    }
     dispatch!(dtype, op, |T, O| go::<W, T, O>(cfg, team, &works))?;
     let words = status.load();
     Ok(words

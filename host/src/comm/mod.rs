@@ -1328,16 +1328,18 @@ impl<'a> Group<'a> {
         dtypes.dedup();
         let of =
             |dtype: DType| -> Vec<P2pOp> { self.ops.iter().filter(|(d, _)| *d == dtype).map(|(_, o)| *o).collect() };
-        let group_sending = Sending {
+        let policy_raw = every_send_raw(opts.compression.unwrap_or(comm.config.compression), comm.link_model());
+        // a dtype without coders is sent RAW by every rank whatever the policy
+        let group_sending = |dtype: DType| Sending {
             codec: CodecId::Raw,
-            every_rank_raw: every_send_raw(opts.compression.unwrap_or(comm.config.compression), comm.link_model()),
+            every_rank_raw: policy_raw || !dtype.coded(),
             checked: None,
         };
         // every launch of the group fits, or none is enqueued (a peer would wait for the rest)
         for &dtype in &dtypes {
             comm.check_resident(
                 Plan::group_warps(&of(dtype), comm.config.channels),
-                comm.channel_team(group_sending),
+                comm.channel_team(group_sending(dtype)),
                 dtype,
                 ReduceOp::Sum,
             )?;
@@ -1360,11 +1362,11 @@ impl<'a> Group<'a> {
                         let fe = comm.frame_elems(dtype, o.count as usize);
                         let sending = comm.codec_for(opts, CALL_NAMES[9], dtype, o.buf, o.count as usize, fe)?;
                         Ok(Sending {
-                            every_rank_raw: group_sending.every_rank_raw,
+                            every_rank_raw: group_sending(dtype).every_rank_raw,
                             ..sending
                         })
                     }
-                    None => Ok(group_sending),
+                    None => Ok(group_sending(dtype)),
                 },
                 |fabric| Plan::group(fabric, &ops, |count| comm.frame_elems(dtype, count as usize) as u64),
             )?;
