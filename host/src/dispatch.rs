@@ -38,11 +38,10 @@ macro_rules! dispatch {
         use zipcoll_device::reduce::ReduceOp;
         match $op {
             ReduceOp::Avg => {
-                return Err($crate::error::Error::InvalidArgument(format!(
-                    "Avg of the integer dtype {:?} is not built (NCCL averages integers by dividing the sum by \
-                     nranks, a post-operation zipcoll's schedules lack); Sum, Prod, Min and Max are",
-                    <$t as zipcoll_device::dtype::Elem>::DTYPE
-                )))
+                return Err($crate::dispatch::not_built_for_integers(
+                    "Avg",
+                    <$t as zipcoll_device::dtype::Elem>::DTYPE,
+                ))
             }
             op => dispatch!(@op $t, op, |$T, $O| $body),
         }
@@ -117,6 +116,14 @@ macro_rules! dispatch_coded {
             other => return Err($crate::dispatch::not_coded(other)),
         }
     }};
+}
+
+/// The error of `what` (Avg or PreMulSum) on the integer `dtype`, which no kernel reduces.
+pub(crate) fn not_built_for_integers(what: &str, dtype: zipcoll_device::dtype::DType) -> crate::error::Error {
+    crate::error::Error::InvalidArgument(format!(
+        "{what} of the integer dtype {dtype:?} is not built (NCCL averages integers by dividing the sum by nranks, \
+         a post-operation zipcoll's schedules lack); Sum, Prod, Min and Max are"
+    ))
 }
 
 /// The error of a codec call for a dtype no codec is built for.

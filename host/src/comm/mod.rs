@@ -168,6 +168,16 @@ pub enum Algorithm {
     TwoShot,
 }
 
+impl Algorithm {
+    /// The collective that runs an all_reduce with this algorithm.
+    fn coll(self) -> Coll {
+        match self {
+            Algorithm::Ring => Coll::RingAllReduce,
+            Algorithm::TwoShot => Coll::TwoShotAllReduce,
+        }
+    }
+}
+
 /// Where a collective reads and writes.
 pub enum Data<'a> {
     /// One buffer, read and overwritten (for all_gather the contribution is its block `rank`;
@@ -556,11 +566,7 @@ impl Communicator {
         op: impl Into<Reduction>,
         opts: Options,
     ) -> Result<()> {
-        let coll = match opts.algorithm {
-            Algorithm::Ring => Coll::RingAllReduce,
-            Algorithm::TwoShot => Coll::TwoShotAllReduce,
-        };
-        self.collective(coll, data, count, dtype, op.into(), 0, opts)
+        self.collective(opts.algorithm.coll(), data, count, dtype, op.into(), 0, opts)
     }
 
     /// All_gather: each rank contributes `count` elements; the output holds `nranks * count`.
@@ -1248,11 +1254,7 @@ impl<'a> Group<'a> {
         op: impl Into<Reduction>,
         algorithm: Algorithm,
     ) -> Result<()> {
-        let coll = match algorithm {
-            Algorithm::Ring => Coll::RingAllReduce,
-            Algorithm::TwoShot => Coll::TwoShotAllReduce,
-        };
-        self.collective(coll, data, count, dtype, op.into(), 0)
+        self.collective(algorithm.coll(), data, count, dtype, op.into(), 0)
     }
 
     /// Adds an all_gather ([`Communicator::all_gather`]).

@@ -35,7 +35,8 @@
 //! # Ok::<(), zipcoll_host::Error>(())
 //! ```
 
-use crate::error::{Error, Result};
+use crate::dispatch::not_built_for_integers;
+use crate::error::Result;
 use zipcoll_device::dtype::DType;
 use zipcoll_device::reduce::ReduceOp;
 
@@ -68,12 +69,7 @@ impl Reduction {
     /// PreMulSum, 1 otherwise (unused). `InvalidArgument` where no kernel is built: Avg and
     /// PreMulSum of an integer dtype.
     pub(crate) fn scalar(self, dtype: DType, nranks: usize) -> Result<u64> {
-        let refused = |what: &str| {
-            Error::InvalidArgument(format!(
-                "{what} of the integer dtype {dtype:?} is not built (NCCL averages integers by dividing the sum by \
-                 nranks, a post-operation zipcoll's schedules lack); Sum, Prod, Min and Max are"
-            ))
-        };
+        let refused = |what: &str| not_built_for_integers(what, dtype);
         match self {
             Reduction::Op(ReduceOp::Avg) => dtype.avg_scalar(nranks as u32).ok_or_else(|| refused("Avg")),
             Reduction::Op(_) => Ok(dtype.scalar_bits(1.0).unwrap_or(1)),
