@@ -4,37 +4,13 @@
  * checks every element against the same arithmetic in C; zcclAvg and a PreMulSum of an integer
  * dtype must be zcclInvalidArgument and leave the communicator usable.
  * Prints "rank R: ok" per rank; exit status 0 when both are. */
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "zipcoll.h"
-
-#define NRANKS 2
 #define COUNT 1001
 
-#define FAIL(...)                       \
-  do {                                  \
-    fprintf(stderr, "rank %d: ", rank); \
-    fprintf(stderr, __VA_ARGS__);       \
-    fprintf(stderr, "\n");              \
-    return (void *)1;                   \
-  } while (0)
-
-#define CHECK(call)                                                                                   \
-  do {                                                                                                \
-    zcclResult_t r_ = (call);                                                                         \
-    if (r_ != zcclSuccess) FAIL("%s: %s (%s)", #call, zcclGetErrorString(r_), zcclGetLastError(comm)); \
-  } while (0)
-
-#define REFUSED(call)                                                                      \
-  do {                                                                                     \
-    zcclResult_t r_ = (call);                                                              \
-    if (r_ != zcclInvalidArgument) FAIL("%s gave %d, not zcclInvalidArgument", #call, r_); \
-  } while (0)
-
-static zcclUniqueId id;
+#include "ranks.h"
 
 /* element i of rank r's input: a spread of magnitudes and both signs, as 64 bits */
 static uint64_t bits(int i, int r) {
@@ -117,18 +93,4 @@ static void *rank_main(void *arg) {
   return NULL;
 }
 
-int main(void) {
-  if (zcclGetUniqueId(&id) != zcclSuccess) {
-    fprintf(stderr, "zipcoll: %s\n", zcclGetLastError(NULL));
-    return 1;
-  }
-  pthread_t t[NRANKS];
-  for (long r = 0; r < NRANKS; r++) pthread_create(&t[r], NULL, rank_main, (void *)r);
-  int failed = 0;
-  for (int r = 0; r < NRANKS; r++) {
-    void *rc = NULL;
-    pthread_join(t[r], &rc);
-    failed |= rc != NULL;
-  }
-  return failed;
-}
+int main(void) { return run_ranks(rank_main); }
