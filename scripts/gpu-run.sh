@@ -13,6 +13,7 @@
 # | bench       | zipcoll-bench codec on N(0,1) and the tensors; nvCOMP ANS/Bitcomp on the same |
 # | inspect     | `zipcoll inspect --gpu` over the tensors                                    |
 # | comm        | the all_reduce example on every GPU; `zipcoll-comm check` over P2P and NET (bit for bit vs the reference and the simulator), NCCL on the same inputs within float tolerance; `zipcoll-comm kill` over both |
+# | torch_nccl  | capi/nccl/tests/torch_drop_in.py (torch.distributed collectives bit for bit, then DDP training against a one-process reference) with zipcoll's libnccl.so in LD_PRELOAD, once per ZIPCOLL_COMPRESSION of TORCH_COMPRESSIONS (default `off expans auto`; COMM_RANKS ranks, default 2) |
 # | comm_sanitizer | the all_reduce example, small, every rank under compute-sanitizer memcheck |
 # | bench_block | block frames (one CTA per frame) against warp frames and nvCOMP ANS on the same tensors, one invocation; the block kernels' ptxas resources |
 # | crosscheck_block | block frames: GPU bytes == sim bytes, each side decodes the other's |
@@ -142,6 +143,11 @@ for step in $STEPS; do
         run comm_check_$t .gpu/bin/zipcoll-comm check --transport $t --dump $T/dump_$t $R ${COMM_CHECK_ARGS:-}
         [ -z "${COMM_RANKS:-}" ] && run nccl_compare_$t python3 benches/gpu/nccl_collectives.py compare $T/dump_$t
         run comm_kill_$t .gpu/bin/zipcoll-comm kill --transport $t --timeout-ms 10000 $R
+      done ;;
+    torch_nccl)
+      for c in ${TORCH_COMPRESSIONS:-off expans auto}; do
+        run "torch_nccl_$c" env LD_PRELOAD="$PWD/.gpu/bin/libnccl.so" ZIPCOLL_COMPRESSION="$c" \
+          python3 capi/nccl/tests/torch_drop_in.py --ranks "${COMM_RANKS:-2}"
       done ;;
     comm_sanitizer)
       run comm_sanitizer compute-sanitizer --target-processes all --tool memcheck --error-exitcode 3 .gpu/bin/all_reduce --count 100000 ${COMM_RANKS:+--ranks $COMM_RANKS} ;;

@@ -33,8 +33,8 @@ phase "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings || host=$?
 if [ "$host" = 0 ]; then
   phase "host tests"
-  # the C ABI's test links the cdylib, which `cargo test` alone does not build
-  cargo build --locked -p zipcoll-capi || host=$?
+  # the C ABI's tests link the cdylibs (libzipcoll.so, the NCCL drop-in libnccl.so), which `cargo test` alone does not build
+  cargo build --locked -p zipcoll-capi -p zipcoll-nccl || host=$?
   # every test binary runs, so one run shows every failure
   cargo test --workspace --locked --exclude zipcoll-tests --no-fail-fast || host=$?
 fi

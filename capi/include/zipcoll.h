@@ -5,6 +5,17 @@
 
 #include <stddef.h>
 
+/* A zcclConfig_t with every field unset (NCCL's NCCL_CONFIG_INITIALIZER). */
+#define ZCCL_CONFIG_INITIALIZER                                                                  \
+  {                                                                                              \
+    sizeof(zcclConfig_t), ZCCL_CONFIG_MAGIC, ZCCL_CONFIG_VERSION, ZCCL_CONFIG_UNDEF_INT,         \
+        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT, NULL,               \
+        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT, NULL, ZCCL_CONFIG_UNDEF_INT,               \
+        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT,                     \
+        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT                                             \
+  }
+
+
 /**
  * `zcclCommSplit`'s color for a rank that joins no new communicator.
  */
@@ -14,6 +25,21 @@
  * Bytes of a unique id.
  */
 #define ZCCL_UNIQUE_ID_BYTES 128
+
+/**
+ * `zcclConfig_t::magic` of a config set up by `ZCCL_CONFIG_INITIALIZER` (NCCL's value).
+ */
+#define ZCCL_CONFIG_MAGIC 3405692655
+
+/**
+ * `zcclConfig_t::version`: the NCCL version whose `ncclConfig_t` layout it has (2.28.0).
+ */
+#define ZCCL_CONFIG_VERSION 22800
+
+/**
+ * A `zcclConfig_t` field left unset (NCCL's `NCCL_CONFIG_UNDEF_INT`).
+ */
+#define ZCCL_CONFIG_UNDEF_INT -2147483648
 
 /**
  * A communicator (opaque to C).
@@ -36,6 +62,33 @@ typedef struct zcclUniqueId {
  * A communicator handle.
  */
 typedef struct zcclComm *zcclComm_t;
+
+/**
+ * A new communicator's settings: NCCL's `ncclConfig_t` in its 2.28 layout, set up with
+ * `ZCCL_CONFIG_INITIALIZER` and then the fields one wants. zipcoll reads `size`, `magic` and
+ * `maxCTAs` (a cap on its channels, each a thread block); it accepts the others and ignores
+ * them (initialization always completes before the call returns, whatever `blocking` says).
+ * Its own settings come from the environment (`ZIPCOLL_COMPRESSION`, ...: the README).
+ */
+typedef struct zcclConfig_t {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int blocking;
+  int cgaClusterSize;
+  int minCTAs;
+  int maxCTAs;
+  const char *netName;
+  int splitShare;
+  int trafficClass;
+  const char *commName;
+  int collnetEnable;
+  int CTAPolicy;
+  int shrinkShare;
+  int nvlsCTAs;
+  int nChannelsPerNetPeer;
+  int nvlinkCentricSched;
+} zcclConfig_t;
 
 /**
  * A reduction (NCCL's `ncclRedOp_t` values).
@@ -142,13 +195,36 @@ zcclResult_t zcclGetVersion(int *version);
 zcclResult_t zcclGetUniqueId(struct zcclUniqueId *id);
 
 /**
- * Rank `rank` of `nranks`, on the GPU `rank % devices` when there is one, else on the
- * simulator (`zipcoll_host::Backend::detect`), with the environment's settings.
+ * Rank `rank` of `nranks` (NCCL's `ncclCommInitRankConfig`), with the environment's settings
+ * and `config`'s (NULL: none), on the GPU whose context is current on the calling thread (the
+ * caller's `cudaSetDevice`, as in NCCL), else GPU `rank % devices`, else the simulator.
+ *
+ * # Safety
+ * `comm` is NULL or writable; `config` NULL or a `zcclConfig_t` (see [`zcclConfig_t`]).
+ */
+zcclResult_t zcclCommInitRankConfig(zcclComm_t *comm,
+                                    int nranks,
+                                    struct zcclUniqueId id,
+                                    int rank,
+                                    struct zcclConfig_t *config);
+
+/**
+ * [`zcclCommInitRankConfig`] with no config (NCCL's `ncclCommInitRank`).
  *
  * # Safety
  * `comm` is NULL or writable.
  */
 zcclResult_t zcclCommInitRank(zcclComm_t *comm, int nranks, struct zcclUniqueId id, int rank);
+
+/**
+ * NCCL's `ncclCommInitAll`: `ndev` communicators of this process, rank `r` on GPU
+ * `devlist[r]` (NULL: GPU `r`), written to `comm[0..ndev]`; on the simulator (no GPU) every
+ * rank is simulated and `devlist` is not read.
+ *
+ * # Safety
+ * `comm` is NULL or `ndev` writable handles; `devlist` NULL or `ndev` readable ints.
+ */
+zcclResult_t zcclCommInitAll(zcclComm_t *comm, int ndev, const int *devlist);
 
 /**
  * Frees the communicator (after its calls in flight; NCCL's `ncclCommDestroy`).
@@ -323,6 +399,33 @@ zcclResult_t zcclBroadcast(const void *sendbuff,
                            void *stream);
 
 /**
+ * NCCL's `ncclBcast`: [`zcclBroadcast`] in place.
+ *
+ * # Safety
+ * As NCCL's.
+ */
+zcclResult_t zcclBcast(void *buff,
+                       size_t count,
+                       zcclDataType_t datatype,
+                       int root,
+                       zcclComm_t comm,
+                       void *stream);
+
+/**
+ * NCCL's `ncclAlltoAll`: `count` elements to each rank, block `q` of `sendbuff` to rank `q`,
+ * block `q` of `recvbuff` from it (out of place only).
+ *
+ * # Safety
+ * As NCCL's: both buffers hold `nranks * count` elements.
+ */
+zcclResult_t zcclAlltoAll(const void *sendbuff,
+                          void *recvbuff,
+                          size_t count,
+                          zcclDataType_t datatype,
+                          zcclComm_t comm,
+                          void *stream);
+
+/**
  * NCCL's `ncclSend`.
  *
  * # Safety
@@ -350,11 +453,32 @@ zcclResult_t zcclRecv(void *recvbuff,
 
 /**
  * NCCL's `ncclCommSplit` (every rank calls it; `ZCCL_SPLIT_NOCOLOR` joins none and gets
- * NULL). `config` must be NULL: the new communicator takes the parent's settings.
+ * NULL). The new communicator takes the parent's settings and `config`'s (NULL: none).
  *
  * # Safety
- * `comm` a live handle; `newcomm` NULL or writable; `config` NULL.
+ * `comm` a live handle; `newcomm` NULL or writable; `config` NULL or a `zcclConfig_t`.
  */
-zcclResult_t zcclCommSplit(zcclComm_t comm, int color, int key, zcclComm_t *newcomm, void *config);
+zcclResult_t zcclCommSplit(zcclComm_t comm,
+                           int color,
+                           int key,
+                           zcclComm_t *newcomm,
+                           struct zcclConfig_t *config);
+
+/**
+ * NCCL's `ncclCommRegister`: zipcoll moves data through its own buffers and needs no
+ * registration, so this checks the arguments and gives a handle for `zcclCommDeregister`.
+ *
+ * # Safety
+ * `comm` is NULL or a live handle; `reg_handle` NULL or writable.
+ */
+zcclResult_t zcclCommRegister(zcclComm_t comm, void *buff, size_t size, void **reg_handle);
+
+/**
+ * NCCL's `ncclCommDeregister` of a handle from `zcclCommRegister`.
+ *
+ * # Safety
+ * `comm` is NULL or a live handle.
+ */
+zcclResult_t zcclCommDeregister(zcclComm_t comm, void *reg_handle);
 
 #endif  /* ZIPCOLL_H */

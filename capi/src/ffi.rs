@@ -3,7 +3,7 @@
 #![allow(non_camel_case_types, non_upper_case_globals, non_snake_case)]
 
 use std::cell::RefCell;
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 use zipcoll_host::comm::{
@@ -71,6 +71,69 @@ pub struct zcclUniqueId {
     pub internal: [c_char; ZCCL_UNIQUE_ID_BYTES],
 }
 
+/// `zcclConfig_t::magic` of a config set up by `ZCCL_CONFIG_INITIALIZER` (NCCL's value).
+pub const ZCCL_CONFIG_MAGIC: c_uint = 0xcafe_beef;
+/// `zcclConfig_t::version`: the NCCL version whose `ncclConfig_t` layout it has (2.28.0).
+pub const ZCCL_CONFIG_VERSION: c_uint = 22800;
+/// A `zcclConfig_t` field left unset (NCCL's `NCCL_CONFIG_UNDEF_INT`).
+pub const ZCCL_CONFIG_UNDEF_INT: c_int = -2_147_483_648;
+
+/// A new communicator's settings: NCCL's `ncclConfig_t` in its 2.28 layout, set up with
+/// `ZCCL_CONFIG_INITIALIZER` and then the fields one wants. zipcoll reads `size`, `magic` and
+/// `maxCTAs` (a cap on its channels, each a thread block); it accepts the others and ignores
+/// them (initialization always completes before the call returns, whatever `blocking` says).
+/// Its own settings come from the environment (`ZIPCOLL_COMPRESSION`, ...: the README).
+#[repr(C)]
+pub struct zcclConfig_t {
+    pub size: usize,
+    pub magic: c_uint,
+    pub version: c_uint,
+    pub blocking: c_int,
+    pub cgaClusterSize: c_int,
+    pub minCTAs: c_int,
+    pub maxCTAs: c_int,
+    pub netName: *const c_char,
+    pub splitShare: c_int,
+    pub trafficClass: c_int,
+    pub commName: *const c_char,
+    pub collnetEnable: c_int,
+    pub CTAPolicy: c_int,
+    pub shrinkShare: c_int,
+    pub nvlsCTAs: c_int,
+    pub nChannelsPerNetPeer: c_int,
+    pub nvlinkCentricSched: c_int,
+}
+
+/// `base` with what `config` (NULL: nothing) sets.
+///
+/// # Safety
+/// `config` is NULL or points at a `zcclConfig_t` of at least its `size` readable bytes.
+unsafe fn settings(config: *const zcclConfig_t, mut base: Config) -> Result<Config, Error> {
+    if config.is_null() {
+        return Ok(base);
+    }
+    // SAFETY: the caller's contract; `size` and `magic` lead the struct in every NCCL version,
+    // and each field is read alone (no reference to the whole struct, which may be shorter).
+    let (size, magic) = unsafe { ((*config).size, (*config).magic) };
+    if magic != ZCCL_CONFIG_MAGIC {
+        return Err(Error::InvalidArgument(format!(
+            "config: magic {magic:#x}, not {ZCCL_CONFIG_MAGIC:#x}: set it up with ZCCL_CONFIG_INITIALIZER"
+        )));
+    }
+    if size >= std::mem::offset_of!(zcclConfig_t, maxCTAs) + std::mem::size_of::<c_int>() {
+        // SAFETY: as above; the field lies within `size`.
+        let max = unsafe { (*config).maxCTAs };
+        if max != ZCCL_CONFIG_UNDEF_INT {
+            let max = usize::try_from(max)
+                .ok()
+                .filter(|m| *m > 0)
+                .ok_or_else(|| Error::InvalidArgument(format!("config maxCTAs {max}: at least 1")))?;
+            base.channels = base.channels.min(max);
+        }
+    }
+    Ok(base)
+}
+
 /// A communicator (opaque to C).
 pub struct zcclComm {
     comm: Communicator,
@@ -79,6 +142,13 @@ pub struct zcclComm {
     /// scalar and dtype), `None` once destroyed.
     premul_ops: Mutex<Vec<Option<(f64, DType)>>>,
 }
+
+// C programs share a handle across threads (PyTorch's watchdog polls zcclCommGetAsyncError
+// while its main thread enqueues calls): the communicator must be Send + Sync.
+const _: fn() = || {
+    fn shared<T: Send + Sync>() {}
+    shared::<zcclComm>();
+};
 
 impl zcclComm {
     fn new(comm: Communicator) -> zcclComm {
@@ -132,7 +202,7 @@ thread_local! {
 }
 
 /// Runs `f`, catching panics; records an error's message on `comm` (or this thread).
-fn run(comm: Option<&zcclComm>, f: impl FnOnce() -> Result<(), Error>) -> zcclResult_t {
+pub(crate) fn run(comm: Option<&zcclComm>, f: impl FnOnce() -> Result<(), Error>) -> zcclResult_t {
     let (rc, msg) = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => return zcclSuccess,
         Ok(Err(e)) => (code(&e), e.to_string()),
@@ -229,8 +299,53 @@ pub unsafe extern "C" fn zcclGetUniqueId(id: *mut zcclUniqueId) -> zcclResult_t 
     })
 }
 
-/// Rank `rank` of `nranks`, on the GPU `rank % devices` when there is one, else on the
-/// simulator (`zipcoll_host::Backend::detect`), with the environment's settings.
+/// The device of a new communicator of `rank` (see [`zcclCommInitRankConfig`]).
+fn device_for(rank: usize) -> Result<Backend, Error> {
+    Ok(match Backend::detect() {
+        Backend::Cuda { .. } => Backend::Cuda {
+            ordinal: match zipcoll_host::cuda::current_device()? {
+                Some(d) => d,
+                None => rank % zipcoll_host::cuda::device_count()?.max(1),
+            },
+        },
+        _ => Backend::Sim,
+    })
+}
+
+/// The id a `zcclUniqueId` carries.
+fn parse_id(id: &zcclUniqueId) -> Result<UniqueId, Error> {
+    let bytes: Vec<u8> = id.internal.iter().map(|c| *c as u8).take_while(|b| *b != 0).collect();
+    String::from_utf8_lossy(&bytes).parse()
+}
+
+/// Rank `rank` of `nranks` (NCCL's `ncclCommInitRankConfig`), with the environment's settings
+/// and `config`'s (NULL: none), on the GPU whose context is current on the calling thread (the
+/// caller's `cudaSetDevice`, as in NCCL), else GPU `rank % devices`, else the simulator.
+///
+/// # Safety
+/// `comm` is NULL or writable; `config` NULL or a `zcclConfig_t` (see [`zcclConfig_t`]).
+#[no_mangle]
+pub unsafe extern "C" fn zcclCommInitRankConfig(
+    comm: *mut zcclComm_t,
+    nranks: c_int,
+    id: zcclUniqueId,
+    rank: c_int,
+    config: *mut zcclConfig_t,
+) -> zcclResult_t {
+    run(None, || {
+        // SAFETY: the caller's contract.
+        let out = unsafe { comm.as_mut() }.ok_or_else(|| null("comm"))?;
+        let (nranks, rank) = (index(nranks, "nranks")?, index(rank, "rank")?);
+        let device = device_for(rank)?;
+        // SAFETY: the caller's contract.
+        let settings = unsafe { settings(config, Config::defaults_for(device).with_env()?) }?;
+        let c = Communicator::init_with(&parse_id(&id)?, rank, nranks, device, settings)?;
+        *out = Box::into_raw(Box::new(zcclComm::new(c)));
+        Ok(())
+    })
+}
+
+/// [`zcclCommInitRankConfig`] with no config (NCCL's `ncclCommInitRank`).
 ///
 /// # Safety
 /// `comm` is NULL or writable.
@@ -241,20 +356,41 @@ pub unsafe extern "C" fn zcclCommInitRank(
     id: zcclUniqueId,
     rank: c_int,
 ) -> zcclResult_t {
+    // SAFETY: forwarded.
+    unsafe { zcclCommInitRankConfig(comm, nranks, id, rank, std::ptr::null_mut()) }
+}
+
+/// NCCL's `ncclCommInitAll`: `ndev` communicators of this process, rank `r` on GPU
+/// `devlist[r]` (NULL: GPU `r`), written to `comm[0..ndev]`; on the simulator (no GPU) every
+/// rank is simulated and `devlist` is not read.
+///
+/// # Safety
+/// `comm` is NULL or `ndev` writable handles; `devlist` NULL or `ndev` readable ints.
+#[no_mangle]
+pub unsafe extern "C" fn zcclCommInitAll(comm: *mut zcclComm_t, ndev: c_int, devlist: *const c_int) -> zcclResult_t {
     run(None, || {
-        // SAFETY: the caller's contract.
-        let out = unsafe { comm.as_mut() }.ok_or_else(|| null("comm"))?;
-        let (nranks, rank) = (index(nranks, "nranks")?, index(rank, "rank")?);
-        let bytes: Vec<u8> = id.internal.iter().map(|c| *c as u8).take_while(|b| *b != 0).collect();
-        let id: UniqueId = String::from_utf8_lossy(&bytes).parse()?;
-        let backend = match Backend::detect() {
-            Backend::Cuda { .. } => Backend::Cuda {
-                ordinal: rank % zipcoll_host::cuda::device_count()?.max(1),
-            },
-            _ => Backend::Sim,
+        let n = index(ndev, "ndev")?;
+        if n == 0 || comm.is_null() {
+            return Err(Error::InvalidArgument(format!("ndev {n} with comm {comm:?}")));
+        }
+        let devices = match Backend::detect() {
+            Backend::Cuda { .. } => (0..n)
+                .map(|r| match devlist.is_null() {
+                    true => Ok(Backend::Cuda { ordinal: r }),
+                    // SAFETY: the caller's contract: `ndev` ints.
+                    false => {
+                        index(unsafe { *devlist.add(r) }, "devlist entry").map(|ordinal| Backend::Cuda { ordinal })
+                    }
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            _ => vec![Backend::Sim; n],
         };
-        let c = Communicator::init(&id, rank, nranks, backend)?;
-        *out = Box::into_raw(Box::new(zcclComm::new(c)));
+        let comms = Communicator::init_all(&devices, Config::defaults_for(devices[0]).with_env()?)?;
+        // SAFETY: the caller's contract: `ndev` writable handles.
+        let out = unsafe { std::slice::from_raw_parts_mut(comm, n) };
+        for (o, c) in out.iter_mut().zip(comms) {
+            *o = Box::into_raw(Box::new(zcclComm::new(c)));
+        }
         Ok(())
     })
 }
@@ -432,6 +568,7 @@ enum Op {
     ReduceScatter(Reduction),
     Reduce(Reduction, usize),
     Broadcast(usize),
+    AllToAll,
     Send(usize),
     Recv(usize),
 }
@@ -507,6 +644,7 @@ unsafe fn views<'a>(
     let (send_bytes, recv_bytes) = match p.what {
         Op::AllGather => (one, all),
         Op::ReduceScatter(_) => (all, one),
+        Op::AllToAll => (all, all),
         _ => (one, one),
     };
     let view = |ptr: *mut u8, bytes: usize| -> Option<DeviceSlice<'a>> {
@@ -625,6 +763,7 @@ unsafe fn launch_group_on(comm: &Communicator, calls: &[Pending], stream: Option
             Op::ReduceScatter(o) => g.reduce_scatter(data(comm, p, send, recv)?, p.count, p.dtype, o)?,
             Op::Reduce(o, root) => g.reduce(data(comm, p, send, recv)?, p.count, p.dtype, o, root)?,
             Op::Broadcast(root) => g.broadcast(data(comm, p, send, recv)?, p.count, p.dtype, root)?,
+            Op::AllToAll => g.all_to_all(data(comm, p, send, recv)?, p.count, p.dtype)?,
         }
     }
     g.launch(Options {
@@ -888,6 +1027,51 @@ pub unsafe extern "C" fn zcclBroadcast(
     }
 }
 
+/// NCCL's `ncclBcast`: [`zcclBroadcast`] in place.
+///
+/// # Safety
+/// As NCCL's.
+#[no_mangle]
+pub unsafe extern "C" fn zcclBcast(
+    buff: *mut c_void,
+    count: usize,
+    datatype: zcclDataType_t,
+    root: c_int,
+    comm: zcclComm_t,
+    stream: *mut c_void,
+) -> zcclResult_t {
+    // SAFETY: forwarded.
+    unsafe { zcclBroadcast(buff, buff, count, datatype, root, comm, stream) }
+}
+
+/// NCCL's `ncclAlltoAll`: `count` elements to each rank, block `q` of `sendbuff` to rank `q`,
+/// block `q` of `recvbuff` from it (out of place only).
+///
+/// # Safety
+/// As NCCL's: both buffers hold `nranks * count` elements.
+#[no_mangle]
+pub unsafe extern "C" fn zcclAlltoAll(
+    sendbuff: *const c_void,
+    recvbuff: *mut c_void,
+    count: usize,
+    datatype: zcclDataType_t,
+    comm: zcclComm_t,
+    stream: *mut c_void,
+) -> zcclResult_t {
+    // SAFETY: forwarded.
+    unsafe {
+        call(
+            comm,
+            |_, _| Ok(Op::AllToAll),
+            sendbuff,
+            recvbuff,
+            count,
+            datatype,
+            stream,
+        )
+    }
+}
+
 /// NCCL's `ncclSend`.
 ///
 /// # Safety
@@ -925,17 +1109,17 @@ pub unsafe extern "C" fn zcclRecv(
 }
 
 /// NCCL's `ncclCommSplit` (every rank calls it; `ZCCL_SPLIT_NOCOLOR` joins none and gets
-/// NULL). `config` must be NULL: the new communicator takes the parent's settings.
+/// NULL). The new communicator takes the parent's settings and `config`'s (NULL: none).
 ///
 /// # Safety
-/// `comm` a live handle; `newcomm` NULL or writable; `config` NULL.
+/// `comm` a live handle; `newcomm` NULL or writable; `config` NULL or a `zcclConfig_t`.
 #[no_mangle]
 pub unsafe extern "C" fn zcclCommSplit(
     comm: zcclComm_t,
     color: c_int,
     key: c_int,
     newcomm: *mut zcclComm_t,
-    config: *mut c_void,
+    config: *mut zcclConfig_t,
 ) -> zcclResult_t {
     // SAFETY: the caller's contract.
     let Ok(c) = (unsafe { handle(comm) }) else {
@@ -944,20 +1128,61 @@ pub unsafe extern "C" fn zcclCommSplit(
     run(Some(c), || {
         // SAFETY: the caller's contract.
         let out = unsafe { newcomm.as_mut() }.ok_or_else(|| null("newcomm"))?;
-        if !config.is_null() {
-            return Err(Error::InvalidArgument("zcclCommSplit's config must be NULL".into()));
-        }
         let color = match color {
             ZCCL_SPLIT_NOCOLOR => None,
             c => Some(u32::try_from(c).map_err(|_| Error::InvalidArgument(format!("color {c}")))?),
         };
         // keys order as ints do: flipping the sign bit maps i32 order onto u32 order
         let key = (key as u32) ^ 0x8000_0000;
-        let config: Config = c.comm.config().clone();
+        // SAFETY: the caller's contract.
+        let config = unsafe { settings(config, c.comm.config().clone()) }?;
         *out = match c.comm.split(color, key, config)? {
             Some(n) => Box::into_raw(Box::new(zcclComm::new(n))),
             None => std::ptr::null_mut(),
         };
         Ok(())
+    })
+}
+
+/// NCCL's `ncclCommRegister`: zipcoll moves data through its own buffers and needs no
+/// registration, so this checks the arguments and gives a handle for `zcclCommDeregister`.
+///
+/// # Safety
+/// `comm` is NULL or a live handle; `reg_handle` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn zcclCommRegister(
+    comm: zcclComm_t,
+    buff: *mut c_void,
+    size: usize,
+    reg_handle: *mut *mut c_void,
+) -> zcclResult_t {
+    // SAFETY: the caller's contract.
+    let Ok(c) = (unsafe { handle(comm) }) else {
+        return zcclInvalidArgument;
+    };
+    run(Some(c), || {
+        // SAFETY: the caller's contract.
+        let out = unsafe { reg_handle.as_mut() }.ok_or_else(|| null("handle"))?;
+        if buff.is_null() || size == 0 {
+            return Err(Error::InvalidArgument(format!("register {size} bytes at {buff:?}")));
+        }
+        *out = buff;
+        Ok(())
+    })
+}
+
+/// NCCL's `ncclCommDeregister` of a handle from `zcclCommRegister`.
+///
+/// # Safety
+/// `comm` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn zcclCommDeregister(comm: zcclComm_t, reg_handle: *mut c_void) -> zcclResult_t {
+    // SAFETY: the caller's contract.
+    let Ok(c) = (unsafe { handle(comm) }) else {
+        return zcclInvalidArgument;
+    };
+    run(Some(c), || match reg_handle.is_null() {
+        true => Err(null("handle")),
+        false => Ok(()),
     })
 }

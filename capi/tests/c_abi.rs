@@ -1,7 +1,9 @@
 //! The C ABI from C: the header is what cbindgen generates from the crate, and the C example
 //! (`capi/examples/all_reduce.c`) and the C tests (`capi/tests/*.c`) compile against it with
 //! `cc -Wall -Werror`, link `libzipcoll.so` (built by `cargo build -p zipcoll-capi`, which
-//! `cargo test` does not do: the test command runs it first) and run on the simulator.
+//! `cargo test` does not do: the test command runs it first) and run on the simulator; then
+//! the same programs again through NCCL's names and the NCCL drop-in `libnccl.so`
+//! (`cargo build -p zipcoll-nccl`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,6 +21,19 @@ fn profile_dir() -> PathBuf {
         .to_path_buf()
 }
 
+/// What a `zcclConfig_t` starts as (NCCL's `NCCL_CONFIG_INITIALIZER`), a macro ahead of the generated part.
+const CONFIG_INITIALIZER: &str = "
+/* A zcclConfig_t with every field unset (NCCL's NCCL_CONFIG_INITIALIZER). */
+#define ZCCL_CONFIG_INITIALIZER                                                                  \\
+  {                                                                                              \\
+    sizeof(zcclConfig_t), ZCCL_CONFIG_MAGIC, ZCCL_CONFIG_VERSION, ZCCL_CONFIG_UNDEF_INT,         \\
+        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT, NULL,               \\
+        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT, NULL, ZCCL_CONFIG_UNDEF_INT,               \\
+        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT,                     \\
+        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT                                             \\
+  }
+";
+
 #[test]
 fn the_header_is_what_cbindgen_generates() {
     let config = cbindgen::Config {
@@ -30,6 +45,7 @@ fn the_header_is_what_cbindgen_generates() {
         sys_includes: vec!["stddef.h".into()],
         no_includes: true,
         usize_is_size_t: true,
+        after_includes: Some(CONFIG_INITIALIZER.into()),
         ..Default::default()
     };
     let mut generated = Vec::new();
@@ -51,63 +67,189 @@ fn the_header_is_what_cbindgen_generates() {
     );
 }
 
-/// Compiles `source` against the header with `cc -Wall -Werror`, links `libzipcoll.so` and
-/// runs it; its exit status and stdout.
-fn compile_and_run(source: &Path) -> (std::process::ExitStatus, String) {
-    let lib_dir = profile_dir();
+/// The library a C program links.
+#[derive(Clone, Copy, Debug)]
+enum Lib {
+    /// `libzipcoll.so`, called by the `zccl` names.
+    Zipcoll,
+    /// The NCCL drop-in `libnccl.so` (`capi/nccl`, built by `cargo build -p zipcoll-nccl`),
+    /// called by NCCL's names: every `zccl` function of the header renamed, found at run time
+    /// as `libnccl.so.2` (its soname), as a program built against NCCL finds NCCL.
+    Nccl,
+}
+
+/// `#define zcclX ncclX` for every function the header declares.
+fn nccl_renames() -> String {
+    let header = std::fs::read_to_string(crate_dir().join("include/zipcoll.h")).expect("the header");
+    let mut names: Vec<&str> = header
+        .match_indices("zccl")
+        .filter_map(|(at, _)| {
+            let rest = &header[at..];
+            let end = rest.find(|c: char| !c.is_ascii_alphanumeric())?;
+            let name = &rest[..end];
+            (rest[end..].starts_with('(') && name.as_bytes()[4].is_ascii_uppercase()).then_some(name)
+        })
+        .collect();
+    names.sort_unstable();
+    names.dedup();
     assert!(
-        lib_dir.join("libzipcoll.so").exists(),
-        "no libzipcoll.so in {}: build it first (cargo build -p zipcoll-capi; scripts/test.sh does)",
+        names.contains(&"zcclAllReduce"),
+        "no functions found in the header: {names:?}"
+    );
+    names.iter().map(|n| format!("#define {n} nccl{}\n", &n[4..])).collect()
+}
+
+/// Compiles `source` against the header with `cc -Wall -Werror`, links `lib` and runs it; its
+/// stdout (the run must succeed).
+fn compile_and_run(source: &Path, lib: Lib) -> String {
+    let lib_dir = profile_dir();
+    let (file, link) = match lib {
+        Lib::Zipcoll => ("libzipcoll.so", "-lzipcoll"),
+        Lib::Nccl => ("libnccl.so", "-lnccl"),
+    };
+    assert!(
+        lib_dir.join(file).exists(),
+        "no {file} in {}: build it first (cargo build -p zipcoll-capi -p zipcoll-nccl; scripts/test.sh does)",
         lib_dir.display()
     );
     let stem = source.file_stem().and_then(|s| s.to_str()).unwrap_or("c");
-    let out = std::env::temp_dir().join(format!("zipcoll-{stem}-{}", std::process::id()));
-    let cc = Command::new("cc")
-        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-I"])
+    let work = std::env::temp_dir().join(format!("zipcoll-c-{stem}-{lib:?}-{}", std::process::id()));
+    std::fs::create_dir_all(&work).unwrap();
+    let out = work.join(stem);
+    let mut cc = Command::new("cc");
+    cc.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-I"])
         .arg(crate_dir().join("include"))
+        .arg("-I")
+        .arg(crate_dir().join("tests"));
+    if let Lib::Nccl = lib {
+        let renames = work.join("nccl_names.h");
+        std::fs::write(&renames, nccl_renames()).unwrap();
+        cc.arg("-include").arg(&renames);
+        std::os::unix::fs::symlink(lib_dir.join(file), work.join("libnccl.so.2")).unwrap();
+    }
+    let built = cc
         .arg(source)
         .arg("-L")
         .arg(&lib_dir)
-        .args(["-lzipcoll", "-lpthread", "-o"])
+        .args([link, "-lpthread", "-o"])
         .arg(&out)
         .output()
         .expect("a C compiler (cc)");
-    assert!(cc.status.success(), "cc: {}", String::from_utf8_lossy(&cc.stderr));
+    assert!(built.status.success(), "cc: {}", String::from_utf8_lossy(&built.stderr));
+    if let Lib::Nccl = lib {
+        let nm = Command::new("nm").arg("-u").arg(&out).output().expect("nm (binutils)");
+        let undefined = String::from_utf8_lossy(&nm.stdout);
+        assert!(
+            !undefined.contains("zccl"),
+            "{} still calls zccl names:\n{undefined}",
+            source.display()
+        );
+    }
+    // libnccl.so.2 from `work`; libzipcoll.so from the profile directory
+    let path = std::env::join_paths([&work, &lib_dir]).unwrap();
     let run = Command::new(&out)
-        .env("LD_LIBRARY_PATH", &lib_dir)
+        .env("LD_LIBRARY_PATH", path)
         .output()
         .expect("the program runs");
-    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_dir_all(&work);
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     assert!(
         run.status.success(),
-        "{}: status {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+        "{} with {lib:?}: status {:?}\nstdout:\n{stdout}\nstderr:\n{}",
         source.display(),
         run.status,
         String::from_utf8_lossy(&run.stderr)
     );
-    (run.status, stdout)
+    stdout
+}
+
+/// Every C program of the crate, with the `: ok` lines it prints when it passes.
+const PROGRAMS: [(&str, usize); 4] = [
+    ("examples/all_reduce.c", 3),
+    ("tests/pre_mul_sum.c", 2),
+    ("tests/dtypes.c", 2),
+    ("tests/nccl_api.c", 3),
+];
+
+fn run_program(path: &str, lib: Lib) {
+    let oks = PROGRAMS
+        .iter()
+        .find(|(p, _)| *p == path)
+        .expect("a program of PROGRAMS")
+        .1;
+    let stdout = compile_and_run(&crate_dir().join(path), lib);
+    assert_eq!(stdout.matches(": ok").count(), oks, "{path} with {lib:?}: {stdout}");
 }
 
 #[test]
 fn the_c_example_compiles_links_and_runs_on_the_simulator() {
-    let (_, stdout) = compile_and_run(&crate_dir().join("examples/all_reduce.c"));
-    assert!(stdout.contains("all ranks ok"), "{stdout}");
-    assert_eq!(stdout.matches(": ok").count(), 3, "{stdout}");
+    run_program("examples/all_reduce.c", Lib::Zipcoll);
 }
 
 /// PreMulSum operators from C: f32 and bf16 scalars, all_reduce and reduce_scatter, and every
 /// misuse refused without harming the communicator (`tests/pre_mul_sum.c`).
 #[test]
 fn pre_mul_sum_operators_from_c() {
-    let (_, stdout) = compile_and_run(&crate_dir().join("tests/pre_mul_sum.c"));
-    assert_eq!(stdout.matches(": ok").count(), 2, "{stdout}");
+    run_program("tests/pre_mul_sum.c", Lib::Zipcoll);
 }
 
 /// NCCL's integer dtypes and double from C: every width and signedness with its own op, a
 /// double PreMulSum, and the refused integer average and PreMulSum (`tests/dtypes.c`).
 #[test]
 fn integer_and_double_dtypes_from_c() {
-    let (_, stdout) = compile_and_run(&crate_dir().join("tests/dtypes.c"));
-    assert_eq!(stdout.matches(": ok").count(), 2, "{stdout}");
+    run_program("tests/dtypes.c", Lib::Zipcoll);
+}
+
+/// Init with a config, init of all ranks from one thread, Bcast, AlltoAll, registration and a
+/// split with a config (`tests/nccl_api.c`).
+#[test]
+fn the_calls_nccl_programs_make_from_c() {
+    run_program("tests/nccl_api.c", Lib::Zipcoll);
+}
+
+/// The NCCL drop-in: every C program above through NCCL's names and `libnccl.so.2`.
+#[test]
+fn every_c_program_runs_through_the_nccl_drop_in() {
+    for (path, _) in PROGRAMS {
+        run_program(path, Lib::Nccl);
+    }
+}
+
+/// The drop-in exports every NCCL symbol PyTorch imports (`capi/nccl/torch-imports.txt`), so
+/// `LD_PRELOAD` leaves none of PyTorch's NCCL calls to the real NCCL.
+#[test]
+fn the_nccl_drop_in_exports_every_symbol_pytorch_imports() {
+    let lib = profile_dir().join("libnccl.so");
+    let nm = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&lib)
+        .output()
+        .expect("nm (binutils)");
+    assert!(
+        nm.status.success(),
+        "nm {}: {}",
+        lib.display(),
+        String::from_utf8_lossy(&nm.stderr)
+    );
+    let exported: Vec<String> = String::from_utf8_lossy(&nm.stdout)
+        .lines()
+        .filter(|l| l.contains(" T "))
+        .filter_map(|l| l.split_whitespace().last().map(str::to_owned))
+        .collect();
+    let wanted = std::fs::read_to_string(crate_dir().join("nccl/torch-imports.txt")).unwrap();
+    let wanted: Vec<&str> = wanted
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    assert_eq!(wanted.len(), 38);
+    let missing: Vec<&&str> = wanted.iter().filter(|w| !exported.iter().any(|e| e == **w)).collect();
+    assert!(missing.is_empty(), "libnccl.so does not export {missing:?}");
+}
+
+/// The NCCL calls the drop-in exports but does not provide are refused by name, and
+/// `ncclGetVersion` reports the API it implements (`nccl/tests/not_provided.c`).
+#[test]
+fn unprovided_nccl_calls_are_refused_by_name() {
+    let stdout = compile_and_run(&crate_dir().join("nccl/tests/not_provided.c"), Lib::Nccl);
+    assert!(stdout.contains("not provided: ok"), "{stdout}");
 }

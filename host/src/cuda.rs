@@ -64,6 +64,26 @@ pub fn device_count() -> Result<usize> {
     Ok(usize::try_from(n).unwrap_or(0))
 }
 
+/// The device of the CUDA context current on the calling thread (the caller's `cudaSetDevice`
+/// or any runtime call makes its device's primary context current), or `None` when no context
+/// is current: the GPU NCCL gives a new communicator.
+pub fn current_device() -> Result<Option<usize>> {
+    device_count()?;
+    if cudarc::driver::result::ctx::get_current()
+        .map_err(cuda_error("cuCtxGetCurrent"))?
+        .is_none()
+    {
+        return Ok(None);
+    }
+    let mut dev: sys::CUdevice = 0;
+    // SAFETY: the driver is initialized (device_count) and a context is current; cuCtxGetDevice
+    // writes that context's device into `dev`, a live local.
+    unsafe { sys::cuCtxGetDevice(&mut dev) }
+        .result()
+        .map_err(cuda_error("cuCtxGetDevice"))?;
+    Ok(usize::try_from(dev).ok())
+}
+
 /// Whether the CUDA driver loads and reports at least one device.
 pub fn is_available() -> bool {
     device_count().is_ok_and(|n| n > 0)

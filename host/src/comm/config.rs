@@ -24,6 +24,7 @@
 //! BENCHMARKS.md has a sweep on 2 H200s: 256 channels move about 3x what 64 do).
 
 use super::calibration::Calibration;
+use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::transport::net::NetConfig;
 use std::fmt;
@@ -178,6 +179,14 @@ impl Config {
             channel_threads: 64,
             timeout: Duration::from_secs(20),
             ..Config::gpu()
+        }
+    }
+
+    /// The defaults for `device`: [`Config::sim`] for the simulators, [`Config::gpu`] otherwise.
+    pub fn defaults_for(device: Backend) -> Config {
+        match device {
+            Backend::Sim | Backend::Sim64 => Config::sim(),
+            _ => Config::gpu(),
         }
     }
 

@@ -257,11 +257,7 @@ impl Communicator {
     /// Rank `rank` of `nranks` on `device`, with the backend's default [`Config`] and the
     /// environment's overrides ([`Config::with_env`]).
     pub fn init(id: &UniqueId, rank: usize, nranks: usize, device: Backend) -> Result<Communicator> {
-        let base = match device {
-            Backend::Sim | Backend::Sim64 => Config::sim(),
-            _ => Config::gpu(),
-        };
-        Self::init_with(id, rank, nranks, device, base.with_env()?)
+        Self::init_with(id, rank, nranks, device, Config::defaults_for(device).with_env()?)
     }
 
     /// Rank `rank` of `nranks` on `device` with `config` (every rank must pass the same
@@ -1288,6 +1284,14 @@ impl<'a> Group<'a> {
     /// Adds a broadcast from `root` ([`Communicator::broadcast`]).
     pub fn broadcast(&mut self, data: Data<'a>, count: usize, dtype: DType, root: usize) -> Result<()> {
         self.collective(Coll::Broadcast, data, count, dtype, ReduceOp::Sum.into(), root)
+    }
+
+    /// Adds an all_to_all ([`Communicator::all_to_all`]; out of place only).
+    pub fn all_to_all(&mut self, data: Data<'a>, count: usize, dtype: DType) -> Result<()> {
+        if matches!(data, Data::InPlace(_)) {
+            return Err(Error::InvalidArgument("all_to_all is out of place only".into()));
+        }
+        self.collective(Coll::AllToAll, data, count, dtype, ReduceOp::Sum.into(), 0)
     }
 
     fn collective(
