@@ -25,6 +25,9 @@ for l in sys.stdin:
 # The sm_90 PTX too: gpu-run.sh compiles it ahead of time (ptxas --split-compile) so that no
 # process waits for the driver's JIT of the whole module.
 cp target/gpu/sm_90/zipcoll_kernels.ptx .gpu/bin/zipcoll_kernels.sm_90.ptx
+# The device-function library's PTX, for the device_fns step (a CUDA C++ caller links it).
+(cd device/fns && CARGO_TARGET_DIR=../../target/gpu/device-fns cargo build --release --locked --target nvptx64-nvidia-cuda)
+cp target/gpu/device-fns/nvptx64-nvidia-cuda/release/zipcoll_device_fns.ptx .gpu/bin/
 # One compressed archive: the device tool carries at most 64 MiB, and every binary embeds the
 # same PTX (65 MB at 33200e4: gzip, whose window is 32 KiB, packed the 10 copies into 116 MB).
 # zstd's long mode (a 128 MiB window) finds each copy in the one before: 21 MB.

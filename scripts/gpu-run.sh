@@ -14,6 +14,7 @@
 # | inspect     | `zipcoll inspect --gpu` over the tensors                                    |
 # | comm        | the all_reduce example on every GPU; `zipcoll-comm check` over P2P and NET (bit for bit vs the reference and the simulator), NCCL on the same inputs within float tolerance; `zipcoll-comm kill` over both |
 # | torch_nccl  | capi/nccl/tests/torch_drop_in.py (torch.distributed collectives bit for bit, then DDP training against a one-process reference) with zipcoll's libnccl.so in LD_PRELOAD, once per ZIPCOLL_COMPRESSION of TORCH_COMPRESSIONS (default `off expans auto`; COMM_RANKS ranks, default 2) |
+# | device_fns  | device/fns/examples: a CUDA C++ program's kernels (nvcc, -rdc) call zipcoll's device functions, linked with .gpu/bin/zipcoll_device_fns.ptx by cuLink: bf16/f32/fp8 round trips bit for bit, the same frames from 128 and 512 threads, damaged frames rejected, the predictor against the realized bytes, GB/s; then the same under compute-sanitizer memcheck |
 # | comm_sanitizer | the all_reduce example, small, every rank under compute-sanitizer memcheck |
 # | bench_block | block frames (one CTA per frame) against warp frames and nvCOMP ANS on the same tensors, one invocation; the block kernels' ptxas resources |
 # | crosscheck_block | block frames: GPU bytes == sim bytes, each side decodes the other's |
@@ -149,6 +150,14 @@ for step in $STEPS; do
         run "torch_nccl_$c" env LD_PRELOAD="$PWD/.gpu/bin/libnccl.so" ZIPCOLL_COMPRESSION="$c" \
           python3 capi/nccl/tests/torch_drop_in.py --ranks "${COMM_RANKS:-2}"
       done ;;
+    device_fns)
+      # a CUDA C++ caller of the device-function library: its kernels compiled by nvcc to
+      # relocatable code, linked with the library's PTX at run time (cuLink)
+      NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+      D=device/fns; B=/tmp/zipcoll-device-fns; mkdir -p $B
+      run device_fns_build bash -c "$NVCC -arch=sm_90 -rdc=true -cubin -I$D/include -o $B/round_trip_kernels.cubin $D/examples/round_trip_kernels.cu && $NVCC -I$D/include -o $B/round_trip $D/examples/round_trip.cu -lcuda"
+      run device_fns $B/round_trip "${DEVICE_FNS_PTX:-.gpu/bin/zipcoll_device_fns.ptx}" $B/round_trip_kernels.cubin
+      run device_fns_sanitizer compute-sanitizer --tool memcheck --error-exitcode 3 $B/round_trip "${DEVICE_FNS_PTX:-.gpu/bin/zipcoll_device_fns.ptx}" $B/round_trip_kernels.cubin ;;
     comm_sanitizer)
       run comm_sanitizer compute-sanitizer --target-processes all --tool memcheck --error-exitcode 3 .gpu/bin/all_reduce --count 100000 ${COMM_RANKS:+--ranks $COMM_RANKS} ;;
     race_sync)

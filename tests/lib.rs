@@ -7,6 +7,10 @@
 //! | [`ptx_interface`]        | a PTX module                | its header directives and one prototype per `.entry` |
 //! | [`ptxas_resources`]      | `ptxas --verbose` output    | one line per entry: registers, spills, smem |
 //! | [`amd_kernel_summary`]   | `llvm-readelf --notes`      | target + one line per kernel's resources |
+//!
+//! [`device_fns`] does the same for the device-function library (PTX functions, C header).
+
+pub mod device_fns;
 
 /// A PTX module's interface: its header directives (`.version`, `.target`, `.address_size`)
 /// and one line per kernel entry, its prototype (`.visible .entry NAME(.param .u64 NAME_param_0,

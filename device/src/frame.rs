@@ -22,6 +22,8 @@
 //! Validation ([`FrameHeader::parse`]) returns a typed [`FrameError`]; nothing here asserts on
 //! received bytes.
 
+pub mod status;
+
 use crate::codec::CodecId;
 use crate::dtype::DType;
 

@@ -5,44 +5,14 @@
 
 mod common;
 
-use common::{Rng, SharedBuf};
-use std::sync::Mutex;
-use zipcoll_device::block::Scratch;
+use common::{block, scratch, Rng, SharedBuf};
 use zipcoll_device::codec::block_frame::{
     decode_block_frame, decode_scratch_bytes, encode_block_frame, encode_block_raw_frame, encode_scratch_bytes,
 };
 use zipcoll_device::codec::{encode_frame, max_encoded_len, CodecId, ExpAns, LaneOut};
 use zipcoll_device::dtype::{Bf16, Elem, Split, F16, F32, F8E4M3, F8E5M2};
 use zipcoll_device::frame::{FrameError, FrameHeader, BLOCK_FRAME_VERSION, FRAME_VERSION};
-use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
-use zipcoll_targets::{Grid, SharedMem, Word};
-
-/// The scratch of a simulated block.
-fn scratch<const L: u32>(w: SimWarp<L>) -> Scratch {
-    let (base, len) = w.shared_mem();
-    // SAFETY: the simulator's per-block shared buffer, alive for the launch.
-    unsafe { Scratch::new(base, len as usize) }
-}
-
-/// Runs `f` on one block of `threads` threads of `L`-lane warps with `shared` bytes of shared
-/// memory; checks that every thread returned the same and returns it.
-fn block<const L: u32, R: Clone + PartialEq + std::fmt::Debug + Send>(
-    threads: u32,
-    shared: usize,
-    f: impl Fn(SimWarp<L>) -> R + Sync,
-) -> R {
-    let results: Mutex<Vec<Option<R>>> = Mutex::new(vec![None; threads as usize]);
-    launch::<L>(LaunchConfig::new(1, threads).with_shared_bytes(shared as u32), |w| {
-        let r = f(w);
-        results.lock().unwrap()[w.thread_idx() as usize] = Some(r);
-    })
-    .unwrap();
-    let all: Vec<R> = results.into_inner().unwrap().into_iter().map(Option::unwrap).collect();
-    for (t, r) in all.iter().enumerate() {
-        assert_eq!(r, &all[0], "thread {t} disagrees with thread 0");
-    }
-    all[0].clone()
-}
+use zipcoll_targets::Word;
 
 /// The block frame of `input` with ExpAns, from a block of `threads` threads of `L` lanes.
 fn encode<const L: u32, T: Split>(input: &[T::Bits], threads: u32) -> Vec<u8>

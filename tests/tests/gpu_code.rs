@@ -7,11 +7,13 @@
 //! | sm_80  | PTX of [`NARROW_SUBSET`] | `.target sm_80`; the same kernels as sm_90; ptxas accepts every entry but the collective kernels' variants other than [`SM80_COLLECTIVE`] and the coding block-channel kernel's |
 //! | gfx942 | code object of [`SUBSET`] | llvm-readelf's kernel metadata per kernel (registers, spills, LDS, scratch), snapshot |
 //! | gfx950 | code object of [`NARROW_SUBSET`] | the same |
+//! | device functions | `device/fns` for sm_90 | its `.visible .func`s are exactly the header's `__device__` declarations, width for width; `ptxas -c` accepts it; a `zc_predict_*` call's stack fits the 8 KiB the header asks for; no kernels, no unresolved externs |
 //!
 //! Needs the GPU toolchain (`bash scripts/setup.sh`); without it these tests fail and say so.
 //! Bless changes with `cargo insta review` (or `INSTA_UPDATE=always cargo test -p zipcoll-tests`).
 
-use zipcoll_gpu_build::{build_subset, GpuArch, Toolchain};
+use zipcoll_gpu_build::{build_device_fns, build_subset, GpuArch, Toolchain};
+use zipcoll_tests::device_fns::{header_functions, ptx_functions, stack_frames};
 use zipcoll_tests::{amd_kernel_summary, ptx_interface, ptxas_resources, PtxInterface};
 
 fn toolchain() -> Toolchain {
@@ -197,4 +199,45 @@ fn amd_gfx942_code_object_matches_snapshot() {
 #[test]
 fn amd_gfx950_code_object_matches_snapshot() {
     amd_code_object_matches_snapshot(GpuArch::Gfx950, NARROW_SUBSET, 3);
+}
+
+/// The stack the header (`zipcoll_device_fns.h`) tells callers of `zc_predict_*` to allow.
+const PREDICT_STACK_LIMIT: u64 = 8192;
+
+#[test]
+fn device_fns_match_their_header_and_pass_ptxas() {
+    let tc = toolchain();
+    let path = build_device_fns(&tc, GpuArch::Sm90).unwrap_or_else(|e| panic!("{e}"));
+    let ptx = std::fs::read_to_string(&path).expect("the build wrote the PTX");
+    let header_path = zipcoll_gpu_build::repo_root().join("device/fns/include/zipcoll_device_fns.h");
+    let header = std::fs::read_to_string(&header_path).expect("the library's header");
+    let (exported, declared) = (ptx_functions(&ptx), header_functions(&header));
+    assert_eq!(
+        exported.len(),
+        23,
+        "four functions per dtype and three others: {exported:#?}"
+    );
+    assert_eq!(
+        exported, declared,
+        "the PTX's functions and the header's declarations differ"
+    );
+    assert!(!ptx.contains(".entry"), "the library holds no kernels");
+    assert!(!ptx.contains(".extern .func"), "unresolved extern functions in the PTX");
+    let (report, _object) = tc.ptxas_relocatable(&path, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+    let frames = stack_frames(&report);
+    let ours = |n: &str| n.starts_with("zc_");
+    // no recursion: a call chain holds each function at most once, so one of ours plus every
+    // helper's frame bounds any chain
+    let helpers: u64 = frames.iter().filter(|(n, _)| !ours(n)).map(|(_, b)| b).sum();
+    for (name, bytes) in frames.iter().filter(|(n, _)| n.starts_with("zc_predict_")) {
+        assert!(
+            bytes + helpers <= PREDICT_STACK_LIMIT,
+            "{name}: {bytes} + {helpers} bytes of helpers' frames exceed the header's {PREDICT_STACK_LIMIT}"
+        );
+    }
+    assert_eq!(
+        frames.iter().filter(|(n, _)| ours(n)).count(),
+        exported.len(),
+        "ptxas compiled every function:\n{report}"
+    );
 }

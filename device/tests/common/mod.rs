@@ -9,8 +9,10 @@ pub mod sections;
 
 use std::cell::UnsafeCell;
 use std::sync::Mutex;
+use zipcoll_device::block::Scratch;
 use zipcoll_device::codec::LaneOut;
 use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
+use zipcoll_targets::{Grid, SharedMem};
 
 /// splitmix64: a small deterministic random source.
 pub struct Rng(pub u64);
@@ -96,4 +98,31 @@ pub fn one_warp<const W: u32, R: Clone + PartialEq + std::fmt::Debug + Send>(f: 
         assert_eq!(r, &results[0], "lane {lane} disagrees with lane 0");
     }
     results[0].clone()
+}
+
+/// The scratch of a simulated block.
+pub fn scratch<const L: u32>(w: SimWarp<L>) -> Scratch {
+    let (base, len) = w.shared_mem();
+    // SAFETY: the simulator's per-block shared buffer, alive for the launch.
+    unsafe { Scratch::new(base, len as usize) }
+}
+
+/// Runs `f` on one block of `threads` threads of `L`-lane warps with `shared` bytes of shared
+/// memory; checks that every thread returned the same and returns it.
+pub fn block<const L: u32, R: Clone + PartialEq + std::fmt::Debug + Send>(
+    threads: u32,
+    shared: usize,
+    f: impl Fn(SimWarp<L>) -> R + Sync,
+) -> R {
+    let results: Mutex<Vec<Option<R>>> = Mutex::new(vec![None; threads as usize]);
+    launch::<L>(LaunchConfig::new(1, threads).with_shared_bytes(shared as u32), |w| {
+        let r = f(w);
+        results.lock().unwrap()[w.thread_idx() as usize] = Some(r);
+    })
+    .unwrap();
+    let all: Vec<R> = results.into_inner().unwrap().into_iter().map(Option::unwrap).collect();
+    for (t, r) in all.iter().enumerate() {
+        assert_eq!(r, &all[0], "thread {t} disagrees with thread 0");
+    }
+    all[0].clone()
 }

@@ -13,7 +13,7 @@
 //!
 //! NVIDIA only: the AMD backend has no launch-sized shared memory yet (`SharedMem`).
 
-use super::codec::{code, error_record, ENCODE_FAILED, STATUS_WORDS};
+use super::codec::{code, error_record, sat, ENCODE_FAILED, STATUS_WORDS};
 use core::slice;
 use zipcoll_codegen::kernel;
 use zipcoll_device::block::Scratch;
@@ -37,12 +37,6 @@ pub fn encode_shared_bytes() -> usize {
 /// Dynamic shared memory of a decoder launch with `BLOCK_THREADS` threads.
 pub fn decode_shared_bytes() -> usize {
     zipcoll_device::codec::block_frame::decode_scratch_bytes(BLOCK_THREADS)
-}
-
-/// `v` as a `u32`, saturated.
-#[inline(always)]
-fn sat(v: usize) -> u32 {
-    u32::try_from(v).unwrap_or(u32::MAX)
 }
 
 /// The block's shared memory as scratch.

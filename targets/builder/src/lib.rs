@@ -271,6 +271,20 @@ impl Toolchain {
         self.ptxas(ptx, arch, 0, &[]).map(|(_, cubin)| cubin)
     }
 
+    /// `ptxas -c --verbose` for `arch` over `ptx`, a library of device functions: its report
+    /// (stack frame per function) and the relocatable object it wrote beside the PTX, which
+    /// `nvlink` or the driver's linker (cuLink) links with the caller's code.
+    pub fn ptxas_relocatable(&self, ptx: &Path, arch: &str) -> Result<(String, PathBuf), BuildError> {
+        let object = ptx.with_extension(format!("{arch}.o"));
+        let mut cmd = Command::new(&self.ptxas);
+        cmd.arg(format!("-arch={arch}"))
+            .args(["-c", "--verbose"])
+            .arg(ptx)
+            .arg("-o")
+            .arg(&object);
+        run("ptxas -c", cmd).map(|report| (report, object))
+    }
+
     /// ptxas's verbose report and the cubin it wrote, compiling on `threads` threads (0: every
     /// core) the named entries (none named: every entry).
     fn ptxas(&self, ptx: &Path, arch: &str, threads: u32, entries: &[&str]) -> Result<(String, PathBuf), BuildError> {
@@ -318,7 +332,45 @@ fn run(tool: &str, mut cmd: Command) -> Result<String, BuildError> {
 /// Builds the kernel crate for `arch` (incrementally) and returns the path of the PTX module
 /// or code object.
 pub fn build(tc: &Toolchain, arch: GpuArch) -> Result<PathBuf, BuildError> {
-    build_in(tc, arch, arch.cpu().into(), None)
+    build_in(tc, arch, GpuCrate::Kernels, arch.cpu().into(), None)
+}
+
+/// Builds the device-function library (`device/fns`) for an NVIDIA `arch` into
+/// `target/gpu/device-fns-<arch>` and returns the path of its PTX (`zipcoll_device_fns.ptx`).
+pub fn build_device_fns(tc: &Toolchain, arch: GpuArch) -> Result<PathBuf, BuildError> {
+    build_in(
+        tc,
+        arch,
+        GpuCrate::DeviceFns,
+        format!("device-fns-{}", arch.cpu()),
+        None,
+    )
+}
+
+/// The GPU crates the driver builds: each its own workspace, built for GPU targets only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GpuCrate {
+    /// `primitives/kernels`: the kernel module the host embeds.
+    Kernels,
+    /// `device/fns`: the device-function library for CUDA C++ callers (NVIDIA only).
+    DeviceFns,
+}
+
+impl GpuCrate {
+    /// The crate's directory in the repository.
+    fn dir(self) -> &'static str {
+        match self {
+            GpuCrate::Kernels => "primitives/kernels",
+            GpuCrate::DeviceFns => "device/fns",
+        }
+    }
+    /// The file cargo writes for `arch`.
+    fn artifact(self, arch: GpuArch) -> &'static str {
+        match self {
+            GpuCrate::Kernels => arch.artifact_name(),
+            GpuCrate::DeviceFns => "zipcoll_device_fns.ptx",
+        }
+    }
 }
 
 /// Builds the kernel crate for `arch` with only the variants that `filter` (a
@@ -327,7 +379,13 @@ pub fn build(tc: &Toolchain, arch: GpuArch) -> Result<PathBuf, BuildError> {
 /// returns the path of the PTX module or code object. For tests that check how a vendor's tools
 /// take the code without paying for every variant of the largest kernels.
 pub fn build_subset(tc: &Toolchain, arch: GpuArch, filter: &str) -> Result<PathBuf, BuildError> {
-    build_in(tc, arch, format!("{}-subset", arch.cpu()), Some(filter))
+    build_in(
+        tc,
+        arch,
+        GpuCrate::Kernels,
+        format!("{}-subset", arch.cpu()),
+        Some(filter),
+    )
 }
 
 /// [`build`] into the target directory `target/gpu/<dir>`, with `filter` in place of the
@@ -335,7 +393,13 @@ pub fn build_subset(tc: &Toolchain, arch: GpuArch, filter: &str) -> Result<PathB
 /// `target/gpu/<dir>/zipcoll_kernels.ptx`, cargo's PTX with the launch bounds added, a file
 /// cargo never touches: a later build of the same directory (cargo re-links its outputs even
 /// when they are fresh) cannot remove or rewrite it under a caller still reading it.
-fn build_in(tc: &Toolchain, arch: GpuArch, dir: String, filter: Option<&str>) -> Result<PathBuf, BuildError> {
+fn build_in(
+    tc: &Toolchain,
+    arch: GpuArch,
+    krate: GpuCrate,
+    dir: String,
+    filter: Option<&str>,
+) -> Result<PathBuf, BuildError> {
     // One build at a time in this process (the GPU-code tests build in parallel, and two of
     // them build sm_90's module); cargo's own lock orders builds of other processes.
     static BUILDS: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -344,7 +408,7 @@ fn build_in(tc: &Toolchain, arch: GpuArch, dir: String, filter: Option<&str>) ->
     let target_dir = repo.join("target/gpu").join(dir);
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(repo.join("primitives/kernels")).env_clear();
+    cmd.current_dir(repo.join(krate.dir())).env_clear();
     for keep in [
         "PATH",
         "HOME",
@@ -369,12 +433,12 @@ fn build_in(tc: &Toolchain, arch: GpuArch, dir: String, filter: Option<&str>) ->
         .env("CARGO_TARGET_DIR", &target_dir)
         .env("RUSTC", tc.root.join("bin/rustc"))
         .args(["build", "--release", "--locked", "--target", triple]);
-    run("cargo build (GPU kernels)", cmd)?;
-    let artifact = target_dir.join(triple).join("release").join(arch.artifact_name());
+    run(&format!("cargo build ({})", krate.dir()), cmd)?;
+    let artifact = target_dir.join(triple).join("release").join(krate.artifact(arch));
     if !arch.is_nvidia() {
         return Ok(artifact);
     }
-    let bounded_path = target_dir.join(arch.artifact_name());
+    let bounded_path = target_dir.join(krate.artifact(arch));
     let io = |error: std::io::Error| BuildError::Spawn {
         tool: format!("the PTX launch bounds over {}", artifact.display()),
         error,
