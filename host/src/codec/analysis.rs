@@ -73,14 +73,21 @@ impl Analysis {
 
     /// The codec each plan sends with (`Raw` where it picked none), without repeats.
     pub fn picks(&self) -> Vec<CodecId> {
-        let mut picks: Vec<CodecId> = self
-            .plans
-            .iter()
-            .map(|(_, p)| p.choice.map_or(CodecId::Raw, |c| c.codec))
-            .collect();
+        let mut picks: Vec<CodecId> = self.plans.iter().map(|(_, p)| plan_codec(p)).collect();
         picks.dedup();
         picks
     }
+
+    /// The codec the network's plan sends with (`Raw` where it picked none): what compression
+    /// is for.
+    pub fn net_pick(&self) -> CodecId {
+        plan_codec(&self.plans[1].1)
+    }
+}
+
+/// The codec `plan` sends with (`Raw` where it picked none).
+pub fn plan_codec(plan: &Plan) -> CodecId {
+    plan.choice.map_or(CodecId::Raw, |c| c.codec)
 }
 
 /// `a / b` (1 when `b` is 0): a ratio of bytes.
