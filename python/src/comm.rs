@@ -10,7 +10,7 @@ use crate::names;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use zipcoll_host::comm::launch::{device_for_rank, rank_env};
-use zipcoll_host::comm::{CallStream, Communicator, Compression, Config, Options, UniqueId};
+use zipcoll_host::comm::{CallStream, Communicator, Compression, Config, Data, Options, UniqueId};
 use zipcoll_host::{Backend, Error};
 
 /// The rendezvous of one communicator. `UniqueId()` starts its bootstrap root in this process;
@@ -106,6 +106,25 @@ impl PyCommunicator {
         let comm = &self.comm;
         py.detach(|| f(comm, opts)).map_err(to_py)
     }
+
+    /// Runs the collective `call` without the GIL on input `src` and output `dst` (one buffer
+    /// when they are the same memory and `in_place` allows it, [`with_data`]) with the count
+    /// `count` computes from the ranks, ordered with `stream` as [`PyCommunicator::run`] does.
+    fn collective(
+        &self,
+        py: Python<'_>,
+        stream: Option<usize>,
+        (src, dst, in_place): (Mem, Mem, bool),
+        count: impl FnOnce(usize) -> Result<usize, Error> + Send,
+        call: impl FnOnce(&Communicator, Data<'_>, usize, Options) -> Result<(), Error> + Send,
+    ) -> PyResult<()> {
+        self.run(py, stream, |c, opts| {
+            let n = count(c.nranks())?;
+            // SAFETY: the package passes the memory of tensors it keeps alive during the call,
+            // which nothing else uses meanwhile (and on a GPU, orders with their stream).
+            unsafe { with_data(c.backend(), Some(src), Some(dst), in_place, |d| call(c, d, n, opts)) }
+        })
+    }
 }
 
 #[pymethods]
@@ -193,14 +212,9 @@ impl PyCommunicator {
         stream: Option<usize>,
     ) -> PyResult<()> {
         let (dtype, op) = (names::dtype(dtype)?, names::reduce_op(op)?);
-        self.run(py, stream, |c, opts| {
-            let count = src.elems(dtype)?;
-            // SAFETY: the package's memory, alive and not otherwise used during the call.
-            unsafe {
-                with_data(c.backend(), Some(src), Some(dst), true, |d| {
-                    c.all_reduce(d, count, dtype, op, opts)
-                })
-            }
+        let count = |_| src.elems(dtype);
+        self.collective(py, stream, (src, dst, true), count, |c, d, n, o| {
+            c.all_reduce(d, n, dtype, op, o)
         })
     }
 
@@ -208,14 +222,9 @@ impl PyCommunicator {
     #[pyo3(signature = (src, dst, dtype, stream = None))]
     fn all_gather(&self, py: Python<'_>, src: Mem, dst: Mem, dtype: &str, stream: Option<usize>) -> PyResult<()> {
         let dtype = names::dtype(dtype)?;
-        self.run(py, stream, |c, opts| {
-            let count = src.elems(dtype)?;
-            // SAFETY: as in all_reduce.
-            unsafe {
-                with_data(c.backend(), Some(src), Some(dst), false, |d| {
-                    c.all_gather(d, count, dtype, opts)
-                })
-            }
+        let count = |_| src.elems(dtype);
+        self.collective(py, stream, (src, dst, false), count, |c, d, n, o| {
+            c.all_gather(d, n, dtype, o)
         })
     }
 
@@ -231,14 +240,9 @@ impl PyCommunicator {
         stream: Option<usize>,
     ) -> PyResult<()> {
         let (dtype, op) = (names::dtype(dtype)?, names::reduce_op(op)?);
-        self.run(py, stream, |c, opts| {
-            let count = dst.elems(dtype)?;
-            // SAFETY: as in all_reduce.
-            unsafe {
-                with_data(c.backend(), Some(src), Some(dst), false, |d| {
-                    c.reduce_scatter(d, count, dtype, op, opts)
-                })
-            }
+        let count = |_| dst.elems(dtype);
+        self.collective(py, stream, (src, dst, false), count, |c, d, n, o| {
+            c.reduce_scatter(d, n, dtype, op, o)
         })
     }
 
@@ -246,14 +250,9 @@ impl PyCommunicator {
     #[pyo3(signature = (src, dst, dtype, stream = None))]
     fn all_to_all(&self, py: Python<'_>, src: Mem, dst: Mem, dtype: &str, stream: Option<usize>) -> PyResult<()> {
         let dtype = names::dtype(dtype)?;
-        self.run(py, stream, |c, opts| {
-            let count = per_rank(src.elems(dtype)?, c.nranks())?;
-            // SAFETY: as in all_reduce.
-            unsafe {
-                with_data(c.backend(), Some(src), Some(dst), false, |d| {
-                    c.all_to_all(d, count, dtype, opts)
-                })
-            }
+        let count = |nranks| per_rank(src.elems(dtype)?, nranks);
+        self.collective(py, stream, (src, dst, false), count, |c, d, n, o| {
+            c.all_to_all(d, n, dtype, o)
         })
     }
 
@@ -269,14 +268,9 @@ impl PyCommunicator {
         stream: Option<usize>,
     ) -> PyResult<()> {
         let dtype = names::dtype(dtype)?;
-        self.run(py, stream, |c, opts| {
-            let count = dst.elems(dtype)?;
-            // SAFETY: as in all_reduce.
-            unsafe {
-                with_data(c.backend(), Some(src), Some(dst), true, |d| {
-                    c.broadcast(d, count, dtype, root, opts)
-                })
-            }
+        let count = |_| dst.elems(dtype);
+        self.collective(py, stream, (src, dst, true), count, |c, d, n, o| {
+            c.broadcast(d, n, dtype, root, o)
         })
     }
 
@@ -294,14 +288,9 @@ impl PyCommunicator {
         stream: Option<usize>,
     ) -> PyResult<()> {
         let (dtype, op) = (names::dtype(dtype)?, names::reduce_op(op)?);
-        self.run(py, stream, |c, opts| {
-            let count = src.elems(dtype)?;
-            // SAFETY: as in all_reduce.
-            unsafe {
-                with_data(c.backend(), Some(src), Some(dst), true, |d| {
-                    c.reduce(d, count, dtype, op, root, opts)
-                })
-            }
+        let count = |_| src.elems(dtype);
+        self.collective(py, stream, (src, dst, true), count, |c, d, n, o| {
+            c.reduce(d, n, dtype, op, root, o)
         })
     }
 
@@ -311,7 +300,7 @@ impl PyCommunicator {
         let dtype = names::dtype(dtype)?;
         self.run(py, stream, |c, opts| {
             let count = buf.elems(dtype)?;
-            // SAFETY: as in all_reduce.
+            // SAFETY: as in `collective`.
             unsafe { with_buffer(c.backend(), buf, |b| c.send(b, count, dtype, peer, opts)) }
         })
     }
@@ -322,7 +311,7 @@ impl PyCommunicator {
         let dtype = names::dtype(dtype)?;
         self.run(py, stream, |c, opts| {
             let count = buf.elems(dtype)?;
-            // SAFETY: as in all_reduce.
+            // SAFETY: as in `collective`.
             unsafe { with_buffer(c.backend(), buf, |b| c.recv(b, count, dtype, peer, opts)) }
         })
     }

@@ -39,21 +39,18 @@ pub fn codec(name: &str) -> PyResult<Option<CodecId>> {
         })
 }
 
-/// The reduction called `name`: `sum`, `prod`, `min`, `max` or `avg`.
+/// The reduction called `name`: `sum`, `prod`, `min`, `max` or `avg` (its variant's name in
+/// lower case, as `zipcoll-perf --op` reads it).
 pub fn reduce_op(name: &str) -> PyResult<ReduceOp> {
-    let op = match name.to_ascii_lowercase().as_str() {
-        "sum" => ReduceOp::Sum,
-        "prod" | "product" => ReduceOp::Prod,
-        "min" => ReduceOp::Min,
-        "max" => ReduceOp::Max,
-        "avg" | "mean" => ReduceOp::Avg,
-        _ => {
-            return Err(invalid(format!(
+    let want = name.trim().to_ascii_lowercase();
+    ReduceOp::ALL
+        .into_iter()
+        .find(|o| format!("{o:?}").to_ascii_lowercase() == want)
+        .ok_or_else(|| {
+            invalid(format!(
                 "unknown reduction {name:?} (expected sum, prod, min, max or avg)"
-            )))
-        }
-    };
-    Ok(op)
+            ))
+        })
 }
 
 /// The device called `name`: `sim` (the CPU simulator), `cuda` (GPU 0) or `cuda:N`.

@@ -71,14 +71,14 @@ class View:
         return f"cuda:{self.cuda}" if self.cuda is not None and self.cuda >= 0 else None
 
 
-def _checked_dtype(found, dtype):
-    """``found``, or the caller's ``dtype`` if it has the same element size (e.g. numpy uint16 as
-    bf16)."""
+def _checked_dtype(native, size, dtype):
+    """The name of ``native`` (a numpy or torch dtype of ``size``-byte elements), or the caller's
+    ``dtype`` if it has elements of that size (e.g. numpy ``uint16`` as ``bf16``)."""
     if dtype is None:
-        return found
+        return dtype_name(native)
     want = dtype_name(dtype)
-    if itemsize(want) != itemsize(found):
-        raise InvalidArgumentError(f"dtype {want} does not fit elements of {found}")
+    if itemsize(want) != size:
+        raise InvalidArgumentError(f"dtype {want} does not fit elements of {native}")
     return want
 
 
@@ -89,7 +89,7 @@ def _torch_view(t, dtype, writable):
         if writable:
             raise InvalidArgumentError("the output tensor must be contiguous")
         t = t.contiguous()
-    name = _checked_dtype(dtype_name(t.dtype), dtype)
+    name = _checked_dtype(t.dtype, t.element_size(), dtype)
     nbytes = t.numel() * t.element_size()
     if t.is_cuda:
         stream = torch.cuda.current_stream(t.device)
@@ -106,14 +106,14 @@ def _numpy_view(a, dtype, writable):
         a = np.ascontiguousarray(a)
     if writable and not a.flags.writeable:
         raise InvalidArgumentError("the output array is read-only")
-    name = _checked_dtype(dtype_name(a.dtype), dtype)
+    name = _checked_dtype(a.dtype, a.itemsize, dtype)
     return View(a, a.__array_interface__["data"][0], a.nbytes, name, a.shape)
 
 
 def _cai_view(x, dtype, writable):
     cai = x.__cuda_array_interface__
     shape, typestr = tuple(cai["shape"]), cai["typestr"]
-    found = dtype_name(np.dtype(typestr))
+    name = _checked_dtype(np.dtype(typestr), np.dtype(typestr).itemsize, dtype)
     if cai.get("strides") not in (None, tuple(np.empty(shape, dtype=typestr).strides)):
         raise InvalidArgumentError("__cuda_array_interface__ objects must be C-contiguous")
     ptr, read_only = cai["data"]
@@ -124,8 +124,8 @@ def _cai_view(x, dtype, writable):
     if stream in (1, 2):  # the legacy and per-thread default streams: wait for them on the host
         import torch
 
-        return View(x, ptr, nbytes, _checked_dtype(found, dtype), shape, -1, 0, torch.cuda.synchronize)
-    return View(x, ptr, nbytes, _checked_dtype(found, dtype), shape, -1, stream)
+        return View(x, ptr, nbytes, name, shape, -1, 0, torch.cuda.synchronize)
+    return View(x, ptr, nbytes, name, shape, -1, stream)
 
 
 def view(x, dtype=None, writable=False):
