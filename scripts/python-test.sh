@@ -10,16 +10,25 @@ root=$PWD
 target=${CARGO_TARGET_DIR:-$root/target}
 case "$target" in /*) ;; *) target=$root/$target ;; esac
 venv=$target/pyenv
-# numpy 2.4 needs Python >= 3.11 (Debian 12's python3)
+py=${PYTHON:-python3}
+# numpy 2.4 needs Python >= 3.11 (Debian 12's python3). Without Debian's python3-venv (no
+# ensurepip) the venv gets no pip of its own, and the system's pip installs into it.
 if [ ! -x "$venv/bin/python" ]; then
-  "${PYTHON:-python3}" -m venv "$venv"
+  "$py" -m venv "$venv" 2>/dev/null || { rm -rf "$venv" && "$py" -m venv --without-pip "$venv"; }
 fi
-"$venv/bin/pip" install -q --disable-pip-version-check maturin==1.16.0 pytest==9.2.0 numpy==2.4.6
+pip() {
+  if [ -x "$venv/bin/pip" ]; then
+    "$venv/bin/pip" -q --disable-pip-version-check "$@"
+  else
+    "$py" -m pip -q --disable-pip-version-check --python "$venv/bin/python" "$@"
+  fi
+}
+pip install maturin==1.16.0 pytest==9.2.0 numpy==2.4.6
 # the CLI whose `inspect` the tests compare with
 cargo build --locked --bin zipcoll
 wheels=$target/python-wheel
 rm -rf "$wheels"
 (cd python && "$venv/bin/maturin" build --locked --quiet -i "$venv/bin/python" -o "$wheels")
-"$venv/bin/pip" install -q --disable-pip-version-check --force-reinstall --no-deps "$wheels"/zipcoll-*.whl
+pip install --force-reinstall --no-deps "$wheels"/zipcoll-*.whl
 # from the repository root, so python/zipcoll (no extension inside) cannot shadow the installed package
 ZIPCOLL_CLI=$target/debug/zipcoll "$venv/bin/pytest" -q -p no:cacheprovider python/tests "$@"
