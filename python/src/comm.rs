@@ -3,6 +3,10 @@
 //! reports a failure); on a GPU a call given the caller's stream is ordered with it. An
 //! argument error raises `InvalidArgumentError` and enqueues nothing: the communicator stays
 //! usable.
+//!
+//! The methods take memory as `(pointer, bytes, on_cuda)` ([`Mem`]): this is the package's
+//! private interface (`zipcoll._comm` passes the memory of tensors it holds for the call), not
+//! one for Python code to call with addresses of its own.
 
 use crate::errors::{invalid, to_py};
 use crate::memory::{with_buffer, with_data, Mem};

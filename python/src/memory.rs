@@ -58,7 +58,8 @@ unsafe fn view<'a>(backend: Backend, m: Mem) -> Result<DeviceSlice<'a>, Error> {
 /// otherwise, or when neither is given.
 ///
 /// # Safety
-/// `src` and `dst` are as [`view`] requires, for as long as `f` runs.
+/// `src` and `dst` are memory of their kind that stays allocated, and that nothing else
+/// accesses, while `f` runs (and, on a GPU, while its work on the caller's stream does).
 pub unsafe fn with_data(
     backend: Backend,
     src: Option<Mem>,
