@@ -85,8 +85,6 @@ def collectives(comm, rank, label):
 
 def rank_main(rank, uids):
     torch.cuda.set_device(0)
-    if rank == 0:
-        round_trips(rank)
     for compression, uid in zip(COMPRESSIONS, uids):
         comm = zipcoll.Communicator(uid, rank, NRANKS, device="cuda:0", compression=compression)
         side = torch.cuda.Stream()
@@ -96,6 +94,8 @@ def rank_main(rank, uids):
         comm.synchronize()
         if rank == 0:
             print(f"collectives ok with compression {compression} ({comm.transport.splitlines()[0] if comm.transport else ''})")
+    if rank == 0:  # after the collectives: rank 1 would otherwise wait for it in the bootstrap
+        round_trips(rank)
 
 
 def main():
