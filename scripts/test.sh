@@ -7,7 +7,8 @@
 # | gpu code | zipcoll-tests: the kernel crate built for sm_90, sm_80, gfx942 and gfx950     |
 # |          | (a subset of the variants), validated by ptxas and llvm-readelf, under        |
 # |          | snapshots (its own target dir)                                                 |
-# | host     | clippy over the workspace, the C ABI's libzipcoll.so, then every other crate's tests (device code on the simulator), |
+# | host     | clippy over the workspace, the C ABI's libzipcoll.so, the Python module's wheel and pytest (scripts/python-test.sh), |
+# |          | then every other crate's tests (device code on the simulator),                |
 # |          | among them a smoke run of every fuzz target (fuzz/tests/smoke.rs, stable Rust, ~30 s)   |
 #
 # Exits non-zero if either fails; prints the GPU-code job's log after the host job.
@@ -35,6 +36,8 @@ if [ "$host" = 0 ]; then
   phase "host tests"
   # the C ABI's tests link the cdylibs (libzipcoll.so, the NCCL drop-in libnccl.so), which `cargo test` alone does not build
   cargo build --locked -p zipcoll-capi -p zipcoll-nccl || host=$?
+  phase "python module (wheel, pytest)"
+  bash scripts/python-test.sh || host=$?
   # every test binary runs, so one run shows every failure
   cargo test --workspace --locked --exclude zipcoll-tests --no-fail-fast || host=$?
 fi

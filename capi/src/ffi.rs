@@ -6,6 +6,7 @@ use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
+use zipcoll_host::comm::launch::device_for_rank;
 use zipcoll_host::comm::{
     Algorithm, CallStream, Communicator, Config, Data, DeviceBuffer, DeviceSlice, Options, Reduction, UniqueId,
 };
@@ -299,19 +300,6 @@ pub unsafe extern "C" fn zcclGetUniqueId(id: *mut zcclUniqueId) -> zcclResult_t 
     })
 }
 
-/// The device of a new communicator of `rank` (see [`zcclCommInitRankConfig`]).
-fn device_for(rank: usize) -> Result<Backend, Error> {
-    Ok(match Backend::detect() {
-        Backend::Cuda { .. } => Backend::Cuda {
-            ordinal: match zipcoll_host::cuda::current_device()? {
-                Some(d) => d,
-                None => rank % zipcoll_host::cuda::device_count()?.max(1),
-            },
-        },
-        _ => Backend::Sim,
-    })
-}
-
 /// The id a `zcclUniqueId` carries.
 fn parse_id(id: &zcclUniqueId) -> Result<UniqueId, Error> {
     let bytes: Vec<u8> = id.internal.iter().map(|c| *c as u8).take_while(|b| *b != 0).collect();
@@ -336,7 +324,7 @@ pub unsafe extern "C" fn zcclCommInitRankConfig(
         // SAFETY: the caller's contract.
         let out = unsafe { comm.as_mut() }.ok_or_else(|| null("comm"))?;
         let (nranks, rank) = (index(nranks, "nranks")?, index(rank, "rank")?);
-        let device = device_for(rank)?;
+        let device = device_for_rank(rank)?;
         // SAFETY: the caller's contract.
         let settings = unsafe { settings(config, Config::defaults_for(device).with_env()?) }?;
         let c = Communicator::init_with(&parse_id(&id)?, rank, nranks, device, settings)?;

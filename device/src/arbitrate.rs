@@ -173,6 +173,25 @@ pub enum Reason {
     },
 }
 
+impl core::fmt::Display for Reason {
+    /// Why, in words (with [`MIN_GAIN`] as the gain a codec must reach).
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let gain = MIN_GAIN * 100.0;
+        match self {
+            Reason::TooSmall => f.write_str("the batch is below the size gate"),
+            Reason::NoCodecAvailable => f.write_str("no codec is available"),
+            Reason::CannotWin => write!(
+                f,
+                "coding costs more than it saves here: no codec can be {gain:.0}% faster than raw"
+            ),
+            Reason::NoGain => write!(f, "no codec is predicted {gain:.0}% faster than raw"),
+            Reason::Predicted | Reason::Accepted => f.write_str("a codec wins"),
+            Reason::EncodeFailed => f.write_str("the encoder failed"),
+            Reason::RealizedTooLarge { realized } => write!(f, "the realized {realized} bytes no longer win"),
+        }
+    }
+}
+
 /// The codec a plan picked, and the largest realized size that still wins with it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Choice {

@@ -9,6 +9,7 @@
 //! | [`decode`]        | [`Encoded`] -> data, every frame checked (header, payload, checksum)           |
 //! | [`parse_stream`]  | stream bytes -> [`Encoded`], by walking and validating the frame headers        |
 //! | [`decode_stream`] | [`parse_stream`] then [`decode`]: bytes from any backend decode on any other   |
+//! | [`analysis`]      | the entropy bound, predicted sizes, Auto's pick and round-trip ratios of a tensor |
 //!
 //! | backend         | how                                                                          |
 //! |-----------------|------------------------------------------------------------------------------|
@@ -37,6 +38,7 @@
 //! # Ok::<(), zipcoll_host::Error>(())
 //! ```
 
+pub mod analysis;
 pub mod cuda;
 
 use crate::backend::Backend;

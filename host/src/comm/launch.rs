@@ -246,6 +246,21 @@ pub fn spawn_ranks(nranks: usize) -> Result<i32> {
     Ok(code)
 }
 
+/// The device of a new communicator of `rank` when the caller names none (NCCL's rule): the GPU
+/// whose CUDA context is current on the calling thread (the caller's `cudaSetDevice`), else GPU
+/// `rank % devices`, else, without a CUDA GPU, the simulator.
+pub fn device_for_rank(rank: usize) -> Result<Backend> {
+    Ok(match Backend::detect() {
+        Backend::Cuda { .. } => Backend::Cuda {
+            ordinal: match crate::cuda::current_device()? {
+                Some(d) => d,
+                None => rank % crate::cuda::device_count()?.max(1),
+            },
+        },
+        _ => Backend::Sim,
+    })
+}
+
 /// This process's communicator when [`spawn_ranks`] or a launcher started it (`None`
 /// otherwise): on CUDA device `local rank % devices` (the rank's when the launcher gives no
 /// local rank), with `config`.

@@ -8,8 +8,8 @@
 //! | codec name  | `ratio` = frames' bytes (headers included) / data bytes; `predicted` = the arbitration's prediction from its 64 KiB sample; `round trip` = decode(encode(data)) == data |
 //! | `nvlink`, `net` | the arbitration's plan on that link (`zipcoll_device::arbitrate`): the codec and its predicted time against RAW's, or RAW and why |
 //!
-//! Big tensors are encoded in batches of whole frames (about [`BATCH_BYTES`]); above
-//! [`PROGRESS_BYTES`] a progress line per batch goes to stderr.
+//! The numbers come from `zipcoll::codec::analysis`, which encodes big tensors in batches of
+//! whole frames; above [`PROGRESS_BYTES`] a progress line per batch goes to stderr.
 
 use crate::common::{say, Fail};
 use crate::input::{self, Tensor};
@@ -17,19 +17,9 @@ use crate::lossy::{self, LossySpec};
 use clap::Args;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use zipcoll::codec::{decode, encode, MAX_FRAME_DATA_BYTES};
+use zipcoll::codec::analysis::{analyze, ratio, round_trip};
+use zipcoll::codec::MAX_FRAME_DATA_BYTES;
 use zipcoll::{Backend, CodecId, DType};
-use zipcoll_device::arbitrate::sample::{split_word, words_of};
-use zipcoll_device::arbitrate::{
-    entropy_bits_q16, predict, Arbiter, Plan, Predictions, Reason, Sample, TransportModel, MIN_GAIN, NET, NVLINK,
-    Q16_ONE,
-};
-use zipcoll_device::dtype::{Bf16, Elem, Split, F16, F32, F64, F8E4M3, F8E5M2, I32, I64, I8, U32, U64, U8};
-use zipcoll_device::frame::HEADER_BYTES;
-use zipcoll_targets::Word;
-
-/// Data encoded per call of the codec (rounded to whole frames).
-pub const BATCH_BYTES: usize = 8 << 20;
 /// Tensors larger than this get progress lines.
 pub const PROGRESS_BYTES: usize = 4 << 20;
 
@@ -166,15 +156,6 @@ impl Totals {
     }
 }
 
-/// `a / b` (1 when `b` is 0).
-fn ratio(a: u64, b: u64) -> f64 {
-    if b == 0 {
-        1.0
-    } else {
-        a as f64 / b as f64
-    }
-}
-
 /// Bytes as MiB with two decimals.
 fn mib(bytes: u64) -> String {
     format!("{:.2} MiB", bytes as f64 / (1u64 << 20) as f64)
@@ -189,46 +170,6 @@ fn seconds(s: f32) -> String {
     }
 }
 
-/// What the arbitration and the entropy bound say about one tensor.
-struct Analysis {
-    /// Bits of one split word, and of its raw part.
-    word_bits: u32,
-    raw_bits: u32,
-    /// Order-0 entropy of the exponent symbols, bits per word.
-    entropy_bits: f64,
-    /// The arbitration's predictions from its sample.
-    predictions: Predictions,
-    /// The plans for NVLink and NET.
-    plans: [(TransportModel, Plan); 2],
-}
-
-/// The elements of `data` (little-endian, whole elements).
-pub fn elements<T: Elem>(data: &[u8]) -> Vec<T::Bits> {
-    data.chunks_exact(T::DTYPE.size_bytes())
-        .map(|c| T::Bits::from_bits64(c.iter().rev().fold(0u64, |v, &b| v << 8 | b as u64)))
-        .collect()
-}
-
-/// [`Analysis`] of `data`, elements of `T`.
-fn analyze<T: Split>(data: &[u8], frame_elems: usize) -> Analysis {
-    let elems = elements::<T>(data);
-    let words = words_of::<T>(elems.len());
-    let mut counts = [0u64; 256];
-    for i in 0..words {
-        counts[T::split(split_word::<T>(&elems, i)).0 as usize] += 1;
-    }
-    let h = entropy_bits_q16(&counts) as f64 / Q16_ONE as f64;
-    let raw_bytes = data.len() as u64;
-    let plan = |t: TransportModel| (t, Arbiter::new(t).plan::<T>(&elems, frame_elems, raw_bytes));
-    Analysis {
-        word_bits: 8 * (T::DTYPE.size_bytes() * T::ELEMS_PER_WORD) as u32,
-        raw_bits: T::RAW_BITS,
-        entropy_bits: h / words.max(1) as f64,
-        predictions: predict::<T>(&Sample::of::<T>(&elems), elems.len(), frame_elems),
-        plans: [plan(NVLINK), plan(NET)],
-    }
-}
-
 /// A dtype the codecs are built for ([`DType::coded`]), called `name` on the command line.
 pub fn parse_coded_dtype(name: &str) -> Result<DType, String> {
     let d = input::parse_dtype(name)?;
@@ -240,81 +181,6 @@ pub fn parse_coded_dtype(name: &str) -> Result<DType, String> {
             d.name(),
             d.name()
         ))
-    }
-}
-
-/// [`analyze`] for the marker type of `dtype`.
-fn analyze_dtype(dtype: DType, data: &[u8], frame_elems: usize) -> Analysis {
-    match dtype {
-        DType::Bf16 => analyze::<Bf16>(data, frame_elems),
-        DType::F16 => analyze::<F16>(data, frame_elems),
-        DType::F32 => analyze::<F32>(data, frame_elems),
-        DType::F8E4M3 => analyze::<F8E4M3>(data, frame_elems),
-        DType::F8E5M2 => analyze::<F8E5M2>(data, frame_elems),
-        DType::I8 => analyze::<I8>(data, frame_elems),
-        DType::U8 => analyze::<U8>(data, frame_elems),
-        DType::I32 => analyze::<I32>(data, frame_elems),
-        DType::U32 => analyze::<U32>(data, frame_elems),
-        DType::I64 => analyze::<I64>(data, frame_elems),
-        DType::U64 => analyze::<U64>(data, frame_elems),
-        DType::F64 => analyze::<F64>(data, frame_elems),
-    }
-}
-
-/// Encodes `data` with `codec` in batches of whole frames, decodes every batch and compares it
-/// with the data; returns the frames' bytes and the first differing byte, if any.
-fn round_trip(
-    backend: Backend,
-    dtype: DType,
-    codec: CodecId,
-    data: &[u8],
-    frame_elems: usize,
-) -> Result<(u64, Option<usize>), Fail> {
-    let frame_bytes = frame_elems.saturating_mul(dtype.size_bytes());
-    let batch = (BATCH_BYTES / frame_bytes).max(1).saturating_mul(frame_bytes);
-    let mut encoded = 0u64;
-    let mut differs = None;
-    let mut done = 0usize;
-    for chunk in data.chunks(batch) {
-        let enc = encode(backend, dtype, Some(codec), chunk, frame_elems)
-            .map_err(|e| Fail::Runtime(format!("encoding with {}: {e}", codec.name())))?;
-        encoded += enc.encoded_bytes();
-        let back =
-            decode(backend, &enc).map_err(|e| Fail::Runtime(format!("decoding {} frames: {e}", codec.name())))?;
-        if differs.is_none() && back != chunk {
-            let at = back
-                .iter()
-                .zip(chunk)
-                .position(|(a, b)| a != b)
-                .unwrap_or(back.len().min(chunk.len()));
-            differs = Some(done + at);
-        }
-        done += chunk.len();
-        if data.len() > PROGRESS_BYTES {
-            eprintln!(
-                "encoding {}: {}/{} MiB",
-                codec.name(),
-                done >> 20,
-                data.len().div_ceil(1 << 20)
-            );
-        }
-    }
-    Ok((encoded, differs))
-}
-
-/// Why a plan is RAW, in words.
-fn reason_text(reason: Reason) -> String {
-    let gain = MIN_GAIN * 100.0;
-    match reason {
-        Reason::TooSmall => "the batch is below the size gate".into(),
-        Reason::NoCodecAvailable => "no codec is available".into(),
-        Reason::CannotWin => {
-            format!("coding costs more than it saves here: no codec can be {gain:.0}% faster than raw")
-        }
-        Reason::NoGain => format!("no codec is predicted {gain:.0}% faster than raw"),
-        Reason::Predicted | Reason::Accepted => "a codec wins".into(),
-        Reason::EncodeFailed => "the encoder failed".into(),
-        Reason::RealizedTooLarge { realized } => format!("the realized {realized} bytes no longer win"),
     }
 }
 
@@ -345,12 +211,12 @@ fn inspect_tensor(
         say!("  empty: nothing to encode");
         return Ok(Outcome::AllEqual);
     }
-    let a = analyze_dtype(t.dtype, data, frame_elems);
+    let a = analyze(t.dtype, data, frame_elems).map_err(|e| Fail::Runtime(format!("analyzing {}: {e}", t.name)))?;
     let raw = data.len() as u64;
     say!(
         "  {:<9} ratio {:.4}  (order-0 bound: {} raw + {:.3} exponent bits per {}-bit word)",
         "entropy",
-        (a.raw_bits as f64 + a.entropy_bits) / a.word_bits as f64,
+        a.entropy_ratio(),
         a.raw_bits,
         a.entropy_bits,
         a.word_bits
@@ -358,28 +224,27 @@ fn inspect_tensor(
     let codecs: Vec<CodecId> = match choice {
         None => CodecId::ALL.to_vec(),
         Some(CodecChoice::One(c)) => vec![c],
-        Some(CodecChoice::Auto) => {
-            let mut picks: Vec<CodecId> = a
-                .plans
-                .iter()
-                .map(|(_, p)| p.choice.map_or(CodecId::Raw, |c| c.codec))
-                .collect();
-            picks.dedup();
-            picks
-        }
+        Some(CodecChoice::Auto) => a.picks(),
     };
     let mut outcome = Outcome::AllEqual;
     let mut realized = BTreeMap::new();
     for codec in codecs {
-        let (encoded, differs) = round_trip(backend, t.dtype, codec, data, frame_elems)?;
+        let progress = |done: usize| {
+            if data.len() > PROGRESS_BYTES {
+                eprintln!(
+                    "encoding {}: {}/{} MiB",
+                    codec.name(),
+                    done >> 20,
+                    data.len().div_ceil(1 << 20)
+                );
+            }
+        };
+        let trip = round_trip(backend, t.dtype, codec, data, frame_elems, progress)
+            .map_err(|e| Fail::Runtime(format!("round trip with {}: {e}", codec.name())))?;
+        let encoded = trip.encoded_bytes;
         realized.insert(codec, encoded);
         totals.add(codec, encoded, raw);
-        let predicted = match codec {
-            // RAW frames: the data and a header per frame
-            CodecId::Raw => raw + (n.div_ceil(frame_elems) * HEADER_BYTES) as u64,
-            c => a.predictions.get(c),
-        };
-        let verdict = match differs {
+        let verdict = match trip.differs {
             None => "ok".to_owned(),
             Some(at) => {
                 outcome = Outcome::Mismatch;
@@ -390,7 +255,7 @@ fn inspect_tensor(
             "  {:<9} ratio {:.4}  predicted {:.4}  round trip {verdict}",
             codec.name(),
             ratio(encoded, raw),
-            ratio(predicted, raw)
+            ratio(a.predicted_bytes(codec), raw)
         );
     }
     for (transport, plan) in &a.plans {
@@ -413,7 +278,7 @@ fn inspect_tensor(
                 }
                 s
             }
-            None => format!("{:<9} {}", "raw", reason_text(plan.reason)),
+            None => format!("{:<9} {}", "raw", plan.reason),
         };
         say!(
             "  {:<9} pick {line}  [{:.1} GB/s]",

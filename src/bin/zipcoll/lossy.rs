@@ -14,7 +14,8 @@
 //! | `+fixedlen`, `+huffman`, `+expans` | the same with the symbols coded by that coder (round trip of the symbols checked) |
 
 use crate::common::{say, Fail};
-use crate::inspect::{elements, Outcome};
+use crate::inspect::Outcome;
+use zipcoll::codec::analysis::elements;
 use zipcoll::codec::{decode_symbols, encode_symbols};
 use zipcoll::{CodecId, DType};
 use zipcoll_device::dtype::{Bf16, F32Exact, F16, F32, F8E4M3, F8E5M2};
