@@ -28,6 +28,14 @@ cp target/gpu/sm_90/zipcoll_kernels.ptx .gpu/bin/zipcoll_kernels.sm_90.ptx
 # The device-function library's PTX, for the device_fns step (a CUDA C++ caller links it).
 (cd device/fns && CARGO_TARGET_DIR=../../target/gpu/device-fns cargo build --release --locked --target nvptx64-nvidia-cuda)
 cp target/gpu/device-fns/nvptx64-nvidia-cuda/release/zipcoll_device_fns.ptx .gpu/bin/
+# The Python wheel, for the python_gpu step, with no GPU code (the step loads the module through
+# ZIPCOLL_CUDA_MODULE): built with the maturin of scripts/python-test.sh's venv, when it is there.
+MATURIN=$T/pyenv/bin/maturin
+if [ -x "$MATURIN" ]; then
+  (cd python && ZIPCOLL_GPU_ARCHS=none "$MATURIN" build --release --locked -o "../.gpu/bin")
+else
+  echo "gpu-pack.sh: no $MATURIN (run scripts/python-test.sh once): the python_gpu step will have no wheel"
+fi
 # One compressed archive: the device tool carries at most 64 MiB, and every binary embeds the
 # same PTX (65 MB at 33200e4: gzip, whose window is 32 KiB, packed the 10 copies into 116 MB).
 # zstd's long mode (a 128 MiB window) finds each copy in the one before: 21 MB.

@@ -15,6 +15,7 @@
 # | comm        | the all_reduce example on every GPU; `zipcoll-comm check` over P2P and NET (bit for bit vs the reference and the simulator), NCCL on the same inputs within float tolerance; `zipcoll-comm kill` over both |
 # | torch_nccl  | capi/nccl/tests/torch_drop_in.py (torch.distributed collectives bit for bit, then DDP training against a one-process reference) with zipcoll's libnccl.so in LD_PRELOAD, once per ZIPCOLL_COMPRESSION of TORCH_COMPRESSIONS (default `off expans auto`; COMM_RANKS ranks, default 2) |
 # | device_fns  | device/fns/examples: a CUDA C++ program's kernels (nvcc, -rdc) call zipcoll's device functions, linked with .gpu/bin/zipcoll_device_fns.ptx by cuLink: bf16/f32/fp8 round trips bit for bit, the same frames from 128 and 512 threads, damaged frames rejected, the predictor against the realized bytes, GB/s; then the same under compute-sanitizer memcheck |
+# | python_gpu  | python/tests/gpu_torch.py with the wheel gpu-pack.sh packed: compress/decompress of CUDA bf16 tensors, then the collectives on torch tensors (2 ranks on cuda:0) bit for bit against torch |
 # | comm_sanitizer | the all_reduce example, small, every rank under compute-sanitizer memcheck |
 # | bench_block | block frames (one CTA per frame) against warp frames and nvCOMP ANS on the same tensors, one invocation; the block kernels' ptxas resources |
 # | crosscheck_block | block frames: GPU bytes == sim bytes, each side decodes the other's |
@@ -157,7 +158,13 @@ for step in $STEPS; do
       D=device/fns; B=/tmp/zipcoll-device-fns; mkdir -p $B
       run device_fns_build bash -c "$NVCC -arch=sm_90 -rdc=true -cubin -I$D/include -o $B/round_trip_kernels.cubin $D/examples/round_trip_kernels.cu && $NVCC -I$D/include -o $B/round_trip $D/examples/round_trip.cu -lcuda"
       run device_fns $B/round_trip "${DEVICE_FNS_PTX:-.gpu/bin/zipcoll_device_fns.ptx}" $B/round_trip_kernels.cubin
-      run device_fns_sanitizer compute-sanitizer --tool memcheck --error-exitcode 3 $B/round_trip "${DEVICE_FNS_PTX:-.gpu/bin/zipcoll_device_fns.ptx}" $B/round_trip_kernels.cubin ;;
+      run device_fns_sanitizer compute-sanitizer --tool memcheck --error-exitcode 3 $B/round_trip "${DEVICE_FNS_PTX:-.gpu/bin/zipcoll_device_fns.ptx}" $B/round_trip_kernels.cubin 262144 ;;
+    python_gpu)
+      # the Python module with torch: its wheel (no GPU code; the module comes through
+      # ZIPCOLL_CUDA_MODULE) in a venv over python3's, which holds torch and numpy
+      V=/tmp/zipcoll-venv
+      run python_gpu_install bash -c "python3 -m venv --system-site-packages $V && $V/bin/pip install -q --no-deps --no-index ${PY_WHEEL_DIR:-.gpu/bin}/zipcoll-*.whl"
+      run python_gpu $V/bin/python python/tests/gpu_torch.py ;;
     comm_sanitizer)
       run comm_sanitizer compute-sanitizer --target-processes all --tool memcheck --error-exitcode 3 .gpu/bin/all_reduce --count 100000 ${COMM_RANKS:+--ranks $COMM_RANKS} ;;
     race_sync)

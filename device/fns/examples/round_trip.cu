@@ -11,7 +11,7 @@
 //
 //   nvcc -arch=sm_90 -rdc=true -cubin -I../include -o round_trip_kernels.cubin round_trip_kernels.cu
 //   nvcc -I../include -o round_trip round_trip.cu -lcuda
-//   ./round_trip zipcoll_device_fns.ptx round_trip_kernels.cubin
+//   ./round_trip zipcoll_device_fns.ptx round_trip_kernels.cubin [bf16 elements]
 #include <cuda.h>
 #include <math.h>
 #include <stdint.h>
@@ -314,8 +314,8 @@ static void check_dtype(const char *suffix, const std::vector<T> &host, uint64_t
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s zipcoll_device_fns.ptx round_trip_kernels.cubin\n", argv[0]);
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: %s zipcoll_device_fns.ptx round_trip_kernels.cubin [bf16 elements]\n", argv[0]);
         return 2;
     }
     CU(cuInit(0));
@@ -347,7 +347,12 @@ int main(int argc, char **argv) {
     CU(cuLinkDestroy(link));
     printf("%s: linked %s with %s (cuLink, %zu bytes)\n", devname, argv[1], argv[2], image_size);
 
-    const size_t big = 64u << 20;  // elements of bf16: 128 MiB
+    // elements of bf16 (default 2^26: 128 MiB); f32 takes half as many, fp8 as many
+    const size_t big = argc == 4 ? strtoull(argv[3], NULL, 10) : 64u << 20;
+    if (big < 3 * 65536) {
+        fprintf(stderr, "at least %d elements (three frames of every dtype)\n", 3 * 65536);
+        return 2;
+    }
     check_dtype<uint16_t>("bf16", make_data<uint16_t>(big, 8, 7, 1, bf16_bits), 32768, true);
     check_dtype<uint32_t>("f32", make_data<uint32_t>(big / 2, 8, 23, 2, f32_bits), 16384, true);
     check_dtype<uint8_t>("f8e4m3", make_data<uint8_t>(big, 4, 3, 3, e4m3_bits), 65536, true);
