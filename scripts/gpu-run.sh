@@ -156,15 +156,16 @@ for step in $STEPS; do
       # relocatable code, linked with the library's PTX at run time (cuLink)
       NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
       D=device/fns; B=/tmp/zipcoll-device-fns; mkdir -p $B
-      run device_fns_build bash -c "$NVCC -arch=sm_90 -rdc=true -cubin -I$D/include -o $B/round_trip_kernels.cubin $D/examples/round_trip_kernels.cu && $NVCC -I$D/include -o $B/round_trip $D/examples/round_trip.cu -lcuda"
+      run device_fns_build bash -c "$NVCC -arch=sm_90 -rdc=true -cubin -maxrregcount=128 -I$D/include -o $B/round_trip_kernels.cubin $D/examples/round_trip_kernels.cu && $NVCC -I$D/include -o $B/round_trip $D/examples/round_trip.cu -lcuda"
       run device_fns $B/round_trip "${DEVICE_FNS_PTX:-.gpu/bin/zipcoll_device_fns.ptx}" $B/round_trip_kernels.cubin
       run device_fns_sanitizer compute-sanitizer --tool memcheck --error-exitcode 3 $B/round_trip "${DEVICE_FNS_PTX:-.gpu/bin/zipcoll_device_fns.ptx}" $B/round_trip_kernels.cubin 262144 ;;
     python_gpu)
       # the Python module with torch: its wheel (no GPU code; the module comes through
-      # ZIPCOLL_CUDA_MODULE) in a venv over python3's, which holds torch and numpy
-      V=/tmp/zipcoll-venv
-      run python_gpu_install bash -c "python3 -m venv --system-site-packages $V && $V/bin/pip install -q --no-deps --no-index ${PY_WHEEL_DIR:-.gpu/bin}/zipcoll-*.whl"
-      run python_gpu $V/bin/python python/tests/gpu_torch.py ;;
+      # ZIPCOLL_CUDA_MODULE) installed beside python3's packages (torch, numpy: a venv made
+      # from python3, itself a venv, would not see them)
+      V=/tmp/zipcoll-py
+      run python_gpu_install bash -c "python3 -m pip install -q --no-deps --no-index --target $V ${PY_WHEEL_DIR:-.gpu/bin}/zipcoll-*.whl"
+      run python_gpu env PYTHONPATH=$V python3 python/tests/gpu_torch.py ;;
     comm_sanitizer)
       run comm_sanitizer compute-sanitizer --target-processes all --tool memcheck --error-exitcode 3 .gpu/bin/all_reduce --count 100000 ${COMM_RANKS:+--ranks $COMM_RANKS} ;;
     race_sync)

@@ -59,7 +59,12 @@ def collectives(rank, k, dev):
     def check(name, got, want):
         if not same_bits(got, want):
             bad = (got.cpu().float() != want.cpu().float()).sum().item()
-            failures.append(f"{name}: {bad} elements differ")
+            # told apart: a result that is right once the device is idle arrived late (the
+            # call was not ordered before the caller's stream), one that is not is wrong
+            torch.cuda.synchronize(dev)
+            late = same_bits(got, want)
+            why = "right after a device synchronize: not ordered with the stream" if late else "wrong"
+            failures.append(f"{name}: {bad} elements differ ({why})")
 
     for count in COUNTS:
         for dtype in (torch.bfloat16, torch.float32):

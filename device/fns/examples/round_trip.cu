@@ -9,7 +9,7 @@
 // and prints ratios and encode/decode GB/s (CUDA events, median of 10 after 3 warm-ups).
 // Prints "device fns: ok" and exits 0 when every check passes, 1 otherwise.
 //
-//   nvcc -arch=sm_90 -rdc=true -cubin -I../include -o round_trip_kernels.cubin round_trip_kernels.cu
+//   nvcc -arch=sm_90 -rdc=true -cubin -maxrregcount=128 -I../include -o round_trip_kernels.cubin round_trip_kernels.cu
 //   nvcc -I../include -o round_trip round_trip.cu -lcuda
 //   ./round_trip zipcoll_device_fns.ptx round_trip_kernels.cubin [bf16 elements]
 #include <cuda.h>
@@ -329,11 +329,15 @@ int main(int argc, char **argv) {
     CU(cuDeviceGetName(devname, sizeof devname, dev));
 
     static char log[16384], err[16384];
+    // at most 128 registers a thread, so that blocks of 512 threads launch (65536 / 512): the
+    // library's PTX is compiled here, the kernels' cubin by nvcc -maxrregcount=128
     CUjit_option opts[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-                           CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-    void *vals[] = {log, (void *)(uintptr_t)sizeof log, err, (void *)(uintptr_t)sizeof err};
+                           CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                           CU_JIT_MAX_REGISTERS};
+    void *vals[] = {log, (void *)(uintptr_t)sizeof log, err, (void *)(uintptr_t)sizeof err,
+                    (void *)(uintptr_t)128};
     CUlinkState link;
-    CU(cuLinkCreate(4, opts, vals, &link));
+    CU(cuLinkCreate(5, opts, vals, &link));
     CUresult r1 = cuLinkAddFile(link, CU_JIT_INPUT_PTX, argv[1], 0, NULL, NULL);
     CUresult r2 = r1 == CUDA_SUCCESS ? cuLinkAddFile(link, CU_JIT_INPUT_CUBIN, argv[2], 0, NULL, NULL) : r1;
     void *image;

@@ -24,7 +24,10 @@
  * (bar.sync 0, as __syncthreads) and end with one, so the caller may read `out` and reuse
  * `scratch` right after. `scratch` is the block's shared memory (ZC_*_SCRATCH_BYTES of it;
  * zipcoll launches 128 threads: 40372 bytes to encode, 17364 to decode; more than 48 KiB
- * needs cudaFuncAttributeMaxDynamicSharedMemorySize). Other functions: any thread.
+ * needs cudaFuncAttributeMaxDynamicSharedMemorySize). Registers: the functions take what
+ * ptxas gives them (up to 255 a thread) unless capped, so blocks of more than 256 threads need
+ * the cap 65536 / threads for the whole link: -maxrregcount=128 for nvcc and
+ * CU_JIT_MAX_REGISTERS = 128 for cuLink at 512 threads. Other functions: any thread.
  *
  * zc_predict_* keeps its tables on the thread's stack: about 5.1 KiB (ptxas: 1320 + 3784
  * bytes of frames at sm_90), more than CUDA's default 1 KiB: raise it with
