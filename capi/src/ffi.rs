@@ -545,7 +545,7 @@ struct Pending {
     recv: *mut c_void,
     count: usize,
     dtype: DType,
-    /// The caller's stream (NULL: none).
+    /// The caller's stream (NULL: the legacy default stream).
     stream: *mut c_void,
 }
 
@@ -687,15 +687,20 @@ fn data<'b>(
 /// The calls' pointers are the caller's memory of the sizes they imply; their streams are NULL
 /// or CUDA streams of the communicator's context.
 unsafe fn launch_group(comm: &Communicator, calls: &[Pending]) -> Result<(), Error> {
-    let mut streams: Vec<*mut c_void> = calls.iter().map(|p| p.stream).filter(|s| !s.is_null()).collect();
+    // NULL is a stream too: the legacy default stream (NCCL's semantics)
+    let mut streams: Vec<*mut c_void> = calls.iter().map(|p| p.stream).collect();
+    streams.sort();
     streams.dedup();
     let stream = match (comm.backend().is_sim(), &streams[..]) {
         (true, _) | (false, []) => None,
         // SAFETY: the caller's contract: a live stream of the communicator's context.
-        (false, [one]) => Some(unsafe { CallStream::from_raw(one.cast()) }),
-        (false, several) => {
+        (false, [one]) if !one.is_null() => Some(unsafe { CallStream::from_raw(one.cast()) }),
+        (false, several_or_legacy) => {
+            // the legacy default stream (events are joined only with streams of the caller's
+            // own, `CallStream`'s contract; PyTorch's synchronous collectives pass NULL: on a
+            // GPU they were unordered, results read before they were written, until this), or
             // calls on several streams: the host waits for them, and for the group
-            for &s in several {
+            for &s in several_or_legacy {
                 // SAFETY: the caller's contract.
                 unsafe { wait_on_host(s) }?;
             }

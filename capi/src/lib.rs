@@ -11,12 +11,13 @@
 //! | `zcclRedOpCreatePreMulSum`, `zcclRedOpDestroy` | `Reduction::PreMulSum` with the scalar read once from host memory (`zcclScalarHostImmediate`; `zcclScalarDevice` is refused), per communicator and dtype |
 //! | `zcclCommSplit`, `zcclCommFinalize`, `zcclCommDestroy`, `zcclCommAbort`, `zcclCommGetAsyncError` | `split`, `synchronize`, drop, `abort` then drop, `async_error` |
 //!
-//! Streams: a call given a non-null `stream` on a GPU is ordered with it as NCCL's are (it
-//! runs after the work enqueued on the stream before it, and work enqueued on the stream after
-//! it runs after it), without blocking the host: it runs on the communicator's own stream,
-//! joined to the caller's by two events (`Options::stream`). A group whose calls name
-//! different streams waits for them on the host and for itself before `zcclGroupEnd` returns.
-//! The simulator ignores `stream`.
+//! Streams: a call on a GPU is ordered with its `stream` as NCCL's are (it runs after the work
+//! enqueued on the stream before it, and work enqueued on the stream after it runs after it),
+//! without blocking the host: it runs on the communicator's own stream, joined to the caller's
+//! by two events (`Options::stream`). A NULL `stream` is the legacy default stream, as in NCCL
+//! (PyTorch's synchronous collectives pass it: they run on the current stream); a call on it,
+//! and a group whose calls name different streams, waits for them on the host and for itself
+//! before returning (correct, not asynchronous). The simulator ignores `stream`.
 //!
 //! Every function returns a [`zcclResult_t`]; no panic crosses the ABI (one is
 //! `zcclInternalError`), and `zcclGetLastError` gives the message of a communicator's last
