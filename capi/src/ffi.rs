@@ -687,30 +687,48 @@ fn data<'b>(
 /// The calls' pointers are the caller's memory of the sizes they imply; their streams are NULL
 /// or CUDA streams of the communicator's context.
 unsafe fn launch_group(comm: &Communicator, calls: &[Pending]) -> Result<(), Error> {
-    // NULL is a stream too: the legacy default stream (NCCL's semantics)
-    let mut streams: Vec<*mut c_void> = calls.iter().map(|p| p.stream).collect();
-    streams.sort();
-    streams.dedup();
-    let stream = match (comm.backend().is_sim(), &streams[..]) {
-        (true, _) | (false, []) => None,
+    let streams = calls.iter().map(|p| p.stream);
+    match ordering(comm.backend().is_sim(), streams) {
+        // SAFETY: the caller's contract.
+        Ordering::Unordered => unsafe { launch_group_on(comm, calls, None) },
         // SAFETY: the caller's contract: a live stream of the communicator's context.
-        (false, [one]) if !one.is_null() => Some(unsafe { CallStream::from_raw(one.cast()) }),
-        (false, several_or_legacy) => {
-            // the legacy default stream (events are joined only with streams of the caller's
-            // own, `CallStream`'s contract; PyTorch's synchronous collectives pass NULL: on a
-            // GPU they were unordered, results read before they were written, until this), or
-            // calls on several streams: the host waits for them, and for the group
-            for &s in several_or_legacy {
+        Ordering::Join(s) => unsafe { launch_group_on(comm, calls, Some(CallStream::from_raw(s.cast()))) },
+        Ordering::OnHost(streams) => {
+            for s in streams {
                 // SAFETY: the caller's contract.
                 unsafe { wait_on_host(s) }?;
             }
             // SAFETY: the caller's contract.
             unsafe { launch_group_on(comm, calls, None) }?;
-            return comm.synchronize();
+            comm.synchronize()
         }
-    };
-    // SAFETY: the caller's contract.
-    unsafe { launch_group_on(comm, calls, stream) }
+    }
+}
+
+/// How a group's calls are ordered with their streams ([`ordering`]).
+#[derive(Debug, PartialEq, Eq)]
+enum Ordering {
+    /// The simulator: it has no streams.
+    Unordered,
+    /// Every call names this stream, one of the caller's: joined to it by events.
+    Join(*mut c_void),
+    /// The host waits for these streams before the group and for the group before returning:
+    /// calls on several streams, or on the legacy default stream (NULL, NCCL's and PyTorch's
+    /// synchronous collectives' stream; events are joined only with the caller's own streams,
+    /// `CallStream`'s contract).
+    OnHost(Vec<*mut c_void>),
+}
+
+/// How calls on `streams` are ordered on a GPU (`sim`: the simulator).
+fn ordering(sim: bool, streams: impl Iterator<Item = *mut c_void>) -> Ordering {
+    let mut streams: Vec<*mut c_void> = streams.collect();
+    streams.sort();
+    streams.dedup();
+    match (sim, &streams[..]) {
+        (true, _) | (false, []) => Ordering::Unordered,
+        (false, [one]) if !one.is_null() => Ordering::Join(*one),
+        (false, _) => Ordering::OnHost(streams),
+    }
 }
 
 /// Waits on the host for the work enqueued on `stream` so far.
@@ -1178,4 +1196,21 @@ pub unsafe extern "C" fn zcclCommDeregister(comm: zcclComm_t, reg_handle: *mut c
         true => Err(null("handle")),
         false => Ok(()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_null_stream_is_the_legacy_stream_waited_for_on_the_host() {
+        let (a, b) = (0x10 as *mut c_void, 0x20 as *mut c_void);
+        let null = std::ptr::null_mut();
+        assert_eq!(ordering(false, [a, a].into_iter()), Ordering::Join(a));
+        assert_eq!(ordering(false, [null].into_iter()), Ordering::OnHost(vec![null]));
+        assert_eq!(ordering(false, [a, null].into_iter()), Ordering::OnHost(vec![null, a]));
+        assert_eq!(ordering(false, [b, a, b].into_iter()), Ordering::OnHost(vec![a, b]));
+        assert_eq!(ordering(true, [null, a].into_iter()), Ordering::Unordered);
+        assert_eq!(ordering(false, std::iter::empty()), Ordering::Unordered);
+    }
 }
