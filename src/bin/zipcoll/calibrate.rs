@@ -8,7 +8,8 @@
 //! | 1    | RAW send/recv (each rank to the next) at the two `--sizes`: bandwidth and latency, the line through the two times |
 //! | 2    | each of `--codecs` forced at the larger size: one channel's encode and decode rates with which the pipeline model predicts that time |
 //!
-//! Times are the slowest rank's, `-n` calls after one warm-up call; the data is bf16 N(0,1).
+//! Times are the slowest rank's median of `-n` calls, each timed alone after one warm-up call;
+//! the data is bf16 N(0,1).
 //! Rank 0 writes the file and prints it.
 //!
 //! ```sh
@@ -184,8 +185,8 @@ fn transport_name(kind: TransportKind) -> &'static str {
     }
 }
 
-/// The slowest rank's seconds per send/recv (each rank to the next) of `count` bf16 with
-/// `compression`, `args.iters` calls after one warm-up; and this rank's bytes on the wire per
+/// The slowest rank's median seconds per send/recv (each rank to the next) of `count` bf16 with
+/// `compression`, over `args.iters` calls after one warm-up; and this rank's bytes on the wire per
 /// call where the transport counts them.
 fn timed(
     comm: &Communicator,
@@ -209,12 +210,17 @@ fn timed(
     call(dst)?;
     comm.synchronize()?;
     comm.barrier()?;
-    let (before, start) = (comm.wire_bytes_sent(), Instant::now());
+    let before = comm.wire_bytes_sent();
+    // each call timed alone: the median shrugs off a call that another process slowed down
+    let mut seconds = Vec::with_capacity(args.iters as usize);
     for _ in 0..args.iters {
+        let start = Instant::now();
         call(dst)?;
+        comm.synchronize()?;
+        seconds.push(start.elapsed().as_secs_f64());
     }
-    comm.synchronize()?;
-    let mine = start.elapsed().as_secs_f64() / f64::from(args.iters);
+    seconds.sort_by(f64::total_cmp);
+    let mine = seconds[seconds.len() / 2];
     let wire = before
         .zip(comm.wire_bytes_sent())
         .map(|(b, a)| (a - b) / u64::from(args.iters));
