@@ -140,8 +140,9 @@ pub struct zcclComm {
     comm: Communicator,
     last_error: Mutex<String>,
     /// The PreMulSum operators created on it: entry `i` is operator `zcclNumOps + i` (its
-    /// scalar and dtype), `None` once destroyed.
-    premul_ops: Mutex<Vec<Option<(f64, DType)>>>,
+    /// scalar's bits, as `Reduction::PreMulSumBits` takes them, and its dtype), `None` once
+    /// destroyed.
+    premul_ops: Mutex<Vec<Option<(u64, DType)>>>,
 }
 
 // C programs share a handle across threads (PyTorch's watchdog polls zcclCommGetAsyncError
@@ -169,7 +170,7 @@ impl zcclComm {
         let ops = self.premul_ops.lock().unwrap_or_else(|p| p.into_inner());
         let made = op_slot(o).and_then(|i| ops.get(i).copied().flatten());
         match made {
-            Some((scalar, d)) if d == dtype => Ok(Reduction::PreMulSum(scalar)),
+            Some((bits, d)) if d == dtype => Ok(Reduction::PreMulSumBits(bits)),
             Some((_, d)) => Err(Error::InvalidArgument(format!(
                 "reduction {o} was created for {d:?}, this call moves {dtype:?}"
             ))),
@@ -859,11 +860,7 @@ pub unsafe extern "C" fn zcclRedOpCreatePreMulSum(
         let mut bytes = [0u8; 8];
         // SAFETY: the caller's contract: one value of `d` at `scalar` (any alignment).
         unsafe { std::ptr::copy_nonoverlapping(scalar.cast::<u8>(), bytes.as_mut_ptr(), d.size_bytes()) };
-        let value = d.float_value(u64::from_le_bytes(bytes)).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "PreMulSum of the integer dtype {d:?} is not built; Sum, Prod, Min and Max are"
-            ))
-        })?;
+        let bits = u64::from_le_bytes(bytes);
         let mut ops = c.premul_ops.lock().unwrap_or_else(|p| p.into_inner());
         let slot = match ops.iter().position(Option::is_none) {
             Some(i) => i,
@@ -876,7 +873,7 @@ pub unsafe extern "C" fn zcclRedOpCreatePreMulSum(
             .ok()
             .and_then(|i| i.checked_add(zcclNumOps))
             .ok_or_else(|| Error::InvalidArgument("too many reduction operators".into()))?;
-        ops[slot] = Some((value, d));
+        ops[slot] = Some((bits, d));
         Ok(())
     })
 }

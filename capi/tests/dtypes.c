@@ -1,8 +1,9 @@
 /* NCCL's integer dtypes and double from C on the simulator: two ranks as threads. Each
  * all_reduces int8 (sum wraps), uint8 (max), int32 (min, signed), uint32 (sum wraps), int64
  * (prod), uint64 (min, unsigned) and double (sum, and a PreMulSum with a double scalar), and
- * checks every element against the same arithmetic in C; zcclAvg and a PreMulSum of an integer
- * dtype must be zcclInvalidArgument and leave the communicator usable.
+ * checks every element against the same arithmetic in C; then the int32 average (the wrapped
+ * sum divided toward zero) and an int64 PreMulSum by INT64_MIN + 12345; an unknown dtype must
+ * be zcclInvalidArgument and leave the communicator usable.
  * Prints "rank R: ok" per rank; exit status 0 when both are. */
 #include <stdint.h>
 #include <stdio.h>
@@ -74,11 +75,34 @@ static void *rank_main(void *arg) {
   }
   if (wrong) FAIL("%d wrong elements", wrong);
 
-  /* no average and no PreMulSum of integers: refused, and the communicator goes on */
-  int32_t two = 2;
-  zcclRedOp_t unused;
-  REFUSED(zcclAllReduce(i32[rank], i32[rank], COUNT, zcclInt32, zcclAvg, comm, NULL));
-  REFUSED(zcclRedOpCreatePreMulSum(&unused, &two, zcclInt32, zcclScalarHostImmediate, comm));
+  /* the integer average (the wrapped sum divided toward zero, NCCL's SumPostDiv) and a
+   * PreMulSum of int64 by a scalar no double holds (the product and the sum wrap) */
+  static int32_t avg[NRANKS][COUNT];
+  static int64_t pms[NRANKS][COUNT];
+  for (int i = 0; i < COUNT; i++) {
+    avg[rank][i] = (int32_t)(uint32_t)(bits(i, rank) >> 16);
+    pms[rank][i] = (int64_t)bits(i, rank);
+  }
+  int64_t big = INT64_MIN + 12345;
+  zcclRedOp_t by_big;
+  CHECK(zcclRedOpCreatePreMulSum(&by_big, &big, zcclInt64, zcclScalarHostImmediate, comm));
+  CHECK(zcclAllReduce(avg[rank], avg[rank], COUNT, zcclInt32, zcclAvg, comm, NULL));
+  CHECK(zcclAllReduce(pms[rank], pms[rank], COUNT, zcclInt64, by_big, comm, NULL));
+  CHECK(zcclCommFinalize(comm));
+  for (int i = 0; i < COUNT; i++) {
+    uint32_t sum = 0;
+    uint64_t scaled = 0;
+    for (int r = 0; r < NRANKS; r++) {
+      sum += (uint32_t)(bits(i, r) >> 16);
+      scaled += bits(i, r) * (uint64_t)big;
+    }
+    /* C's division truncates toward zero */
+    wrong += avg[rank][i] != (int32_t)sum / NRANKS;
+    wrong += (uint64_t)pms[rank][i] != scaled;
+  }
+  if (wrong) FAIL("%d wrong elements of the integer average or PreMulSum", wrong);
+
+  /* an unknown dtype: refused, and the communicator goes on */
   REFUSED(zcclAllReduce(i32[rank], i32[rank], COUNT, 12, zcclSum, comm, NULL));
   int32_t ones[COUNT];
   for (int i = 0; i < COUNT; i++) ones[i] = 1;
@@ -88,6 +112,7 @@ static void *rank_main(void *arg) {
   if (wrong) FAIL("%d wrong elements of the sum after the refused calls", wrong);
 
   CHECK(zcclRedOpDestroy(by_third, comm));
+  CHECK(zcclRedOpDestroy(by_big, comm));
   CHECK(zcclCommDestroy(comm));
   printf("rank %d: ok\n", rank);
   return NULL;

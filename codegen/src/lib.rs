@@ -122,11 +122,11 @@
 //! | float  | `min`  | yes   | compared in f32 (f64 natively; exact for every float dtype), NaN propagates |
 //! | float  | `max`  | yes   | compared in f32 (f64 natively; exact for every float dtype), NaN propagates |
 //! | float  | `avg`  | yes   | NCCL's PreMulSum: each input times 1/nranks in f32 (f64 natively), then summed |
-//! | int    | `sum`  | yes   | wrapping (two's complement), as NCCL does |
+//! | int    | `sum`  | yes   | wrapping (two's complement), as NCCL does; a descriptor scalar above 1 divides the result toward zero (NCCL's SumPostDiv, the integer average) |
 //! | int    | `prod` | yes   | wrapping (two's complement), as NCCL does |
 //! | int    | `min`  | yes   | compared signed or unsigned as the type |
 //! | int    | `max`  | yes   | compared signed or unsigned as the type |
-//! | int    | `avg`  | no    | NCCL averages integers by dividing the sum by nranks, a post-op the schedules lack |
+//! | int    | `avg`  | yes   | NCCL's PreMulSum with an integer scalar, wrapping (an integer average runs the sum kernels, which divide the result: SumPostDiv) |
 //!
 //! The float family is bf16, f16, f32, f8e4m3, f8e5m2 and f64; the int family i8, u8, i32, u32,
 //! i64 and u64. Rows are per family.

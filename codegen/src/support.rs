@@ -122,7 +122,7 @@ pub(crate) const PAIR_RULES: &[PairRule] = &[
         family: Family::Int,
         op: "sum",
         built: true,
-        reason: "wrapping (two's complement), as NCCL does",
+        reason: "wrapping (two's complement), as NCCL does; a descriptor scalar above 1 divides the result toward zero (NCCL's SumPostDiv, the integer average)",
     },
     PairRule {
         family: Family::Int,
@@ -145,8 +145,8 @@ pub(crate) const PAIR_RULES: &[PairRule] = &[
     PairRule {
         family: Family::Int,
         op: "avg",
-        built: false,
-        reason: "NCCL averages integers by dividing the sum by nranks, a post-op the schedules lack",
+        built: true,
+        reason: "NCCL's PreMulSum with an integer scalar, wrapping (an integer average runs the sum kernels, which divide the result: SumPostDiv)",
     },
 ];
 

@@ -5,7 +5,7 @@
 //! ```text
 //! dispatch!(dtype, op, |T, O| sim::reduce_copy::<W, T, O>(a, b, nranks))
 //!   DType::Bf16 x ReduceOp::Sum  ->  { type T = Bf16; type O = Sum; sim::reduce_copy::<W, T, O>(..) }
-//!   ... 60 arms (Avg of an integer: Err(InvalidArgument))
+//!   ... 60 arms
 //! dispatch_dtype!(dtype, |T| max_encoded_len::<T>(n))
 //! dispatch_coded!(dtype, |T| sim::encode_frames::<W, T>(..))   (integers, f64: Err(InvalidArgument))
 //! dispatch_coder!(codec, |C| kernels::encode_frames::<SimWarp<W>, T, C>, raw => kernels::encode_raw_frames::<..>)
@@ -13,9 +13,7 @@
 //! ```
 
 /// Evaluates `$body` with type aliases `$T` (the [`zipcoll_device::dtype::Elem`] of `$dtype`)
-/// and `$O` (the [`zipcoll_device::reduce::RedOp`] of `$op`) in scope. A pair no kernel is built
-/// for (Avg of an integer dtype) returns `Err(Error::InvalidArgument)` from the enclosing
-/// function, which returns `crate::Result`.
+/// and `$O` (the [`zipcoll_device::reduce::RedOp`] of `$op`) in scope, for every pair.
 macro_rules! dispatch {
     ($dtype:expr, $op:expr, |$T:ident, $O:ident| $body:expr) => {{
         use zipcoll_device::dtype::{self as dt, DType};
@@ -26,24 +24,12 @@ macro_rules! dispatch {
             DType::F8E4M3 => dispatch!(@op dt::F8E4M3, $op, |$T, $O| $body),
             DType::F8E5M2 => dispatch!(@op dt::F8E5M2, $op, |$T, $O| $body),
             DType::F64 => dispatch!(@op dt::F64, $op, |$T, $O| $body),
-            DType::I8 => dispatch!(@int dt::I8, $op, |$T, $O| $body),
-            DType::U8 => dispatch!(@int dt::U8, $op, |$T, $O| $body),
-            DType::I32 => dispatch!(@int dt::I32, $op, |$T, $O| $body),
-            DType::U32 => dispatch!(@int dt::U32, $op, |$T, $O| $body),
-            DType::I64 => dispatch!(@int dt::I64, $op, |$T, $O| $body),
-            DType::U64 => dispatch!(@int dt::U64, $op, |$T, $O| $body),
-        }
-    }};
-    (@int $t:ty, $op:expr, |$T:ident, $O:ident| $body:expr) => {{
-        use zipcoll_device::reduce::ReduceOp;
-        match $op {
-            ReduceOp::Avg => {
-                return Err($crate::dispatch::not_built_for_integers(
-                    "Avg",
-                    <$t as zipcoll_device::dtype::Elem>::DTYPE,
-                ))
-            }
-            op => dispatch!(@op $t, op, |$T, $O| $body),
+            DType::I8 => dispatch!(@op dt::I8, $op, |$T, $O| $body),
+            DType::U8 => dispatch!(@op dt::U8, $op, |$T, $O| $body),
+            DType::I32 => dispatch!(@op dt::I32, $op, |$T, $O| $body),
+            DType::U32 => dispatch!(@op dt::U32, $op, |$T, $O| $body),
+            DType::I64 => dispatch!(@op dt::I64, $op, |$T, $O| $body),
+            DType::U64 => dispatch!(@op dt::U64, $op, |$T, $O| $body),
         }
     }};
     (@op $t:ty, $op:expr, |$T:ident, $O:ident| $body:expr) => {{
@@ -116,14 +102,6 @@ macro_rules! dispatch_coded {
             other => return Err($crate::dispatch::not_coded(other)),
         }
     }};
-}
-
-/// The error of `what` (Avg or PreMulSum) on the integer `dtype`, which no kernel reduces.
-pub(crate) fn not_built_for_integers(what: &str, dtype: zipcoll_device::dtype::DType) -> crate::error::Error {
-    crate::error::Error::InvalidArgument(format!(
-        "{what} of the integer dtype {dtype:?} is not built (NCCL averages integers by dividing the sum by nranks, \
-         a post-operation zipcoll's schedules lack); Sum, Prod, Min and Max are"
-    ))
 }
 
 /// The error of a codec call for a dtype no codec is built for.

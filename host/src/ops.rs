@@ -56,7 +56,8 @@ fn check_nranks(nranks: u32) -> Result<()> {
 }
 
 /// Checks `reduce_copy`'s arguments; returns the element count.
-pub(crate) fn check_reduce_copy(dtype: DType, src0: &[u8], src1: &[u8], nranks: u32) -> Result<usize> {
+pub(crate) fn check_reduce_copy(dtype: DType, op: ReduceOp, src0: &[u8], src1: &[u8], nranks: u32) -> Result<usize> {
+    check_op(dtype, op)?;
     let n = elements(dtype, "src0", src0)?;
     let n1 = elements(dtype, "src1", src1)?;
     if n != n1 {
@@ -68,8 +69,22 @@ pub(crate) fn check_reduce_copy(dtype: DType, src0: &[u8], src1: &[u8], nranks: 
     Ok(n)
 }
 
+/// `InvalidArgument` for Avg of an integer dtype: these kernels combine elements without
+/// dividing, and an integer average divides the sum once at the end (NCCL's SumPostDiv, which
+/// the collectives run).
+fn check_op(dtype: DType, op: ReduceOp) -> Result<()> {
+    if dtype.is_integer() && op == ReduceOp::Avg {
+        return Err(Error::InvalidArgument(format!(
+            "Avg of the integer dtype {dtype:?} divides the sum once at the end, which reduce_copy and \
+             warp_all_reduce do not; the collectives average integers"
+        )));
+    }
+    Ok(())
+}
+
 /// Checks `warp_all_reduce`'s arguments for warps of `width` lanes; returns the element count.
-pub(crate) fn check_warp_all_reduce(dtype: DType, width: u32, src: &[u8], nranks: u32) -> Result<usize> {
+pub(crate) fn check_warp_all_reduce(dtype: DType, op: ReduceOp, width: u32, src: &[u8], nranks: u32) -> Result<usize> {
+    check_op(dtype, op)?;
     let n = elements(dtype, "src", src)?;
     if width == 0 {
         return Err(Error::InvalidArgument("the warp width must be at least 1".into()));
@@ -94,7 +109,7 @@ pub fn reduce_copy(
     src1: &[u8],
     nranks: u32,
 ) -> Result<Vec<u8>> {
-    let n = check_reduce_copy(dtype, src0, src1, nranks)?;
+    let n = check_reduce_copy(dtype, op, src0, src1, nranks)?;
     if n == 0 {
         return Ok(Vec::new());
     }
@@ -125,7 +140,7 @@ pub fn reduce_copy(
 /// [`zipcoll_device::warp_reduce`]. `src` holds a multiple of the warp width of little-endian
 /// `dtype` elements.
 pub fn warp_all_reduce(backend: Backend, dtype: DType, op: ReduceOp, src: &[u8], nranks: u32) -> Result<Vec<u8>> {
-    let n = check_warp_all_reduce(dtype, backend.warp_width(), src, nranks)?;
+    let n = check_warp_all_reduce(dtype, op, backend.warp_width(), src, nranks)?;
     if n == 0 {
         return Ok(Vec::new());
     }

@@ -27,7 +27,7 @@ use zipcoll_device::warp_reduce::warp_all_reduce_reference;
 
 /// The reference result of `reduce_copy` (see the module table).
 pub fn reduce_copy(dtype: DType, op: ReduceOp, src0: &[u8], src1: &[u8], nranks: u32) -> Result<Vec<u8>> {
-    check_reduce_copy(dtype, src0, src1, nranks)?;
+    check_reduce_copy(dtype, op, src0, src1, nranks)?;
     Ok(dispatch!(dtype, op, |T, O| reduce_copy_typed::<T, O>(
         src0, src1, nranks
     )))
@@ -47,7 +47,7 @@ fn reduce_copy_typed<T: Elem, O: RedOp>(src0: &[u8], src1: &[u8], nranks: u32) -
 
 /// The reference result of `warp_all_reduce` with warps of `width` lanes (see the module table).
 pub fn warp_all_reduce(dtype: DType, op: ReduceOp, width: u32, src: &[u8], nranks: u32) -> Result<Vec<u8>> {
-    check_warp_all_reduce(dtype, width, src, nranks)?;
+    check_warp_all_reduce(dtype, op, width, src, nranks)?;
     dispatch!(dtype, op, |T, O| warp_all_reduce_typed::<T, O>(
         width as usize,
         src,
@@ -120,15 +120,14 @@ pub fn collective(c: CollRef, dtype: DType, op: impl Into<Reduction>, inputs: &[
     if matches!(c, CollRef::ReduceScatter { .. } | CollRef::AllToAll { .. }) && first.len() % (k * size) != 0 {
         return Err(Error::InvalidArgument(format!("inputs are not {k} equal blocks")));
     }
-    let scalar = op.scalar(dtype, k)?;
-    Ok(dispatch!(dtype, op.kernel_op(), |T, O| collective_typed::<T, O>(
-        O::scaled(scalar),
-        c,
-        inputs
+    let (kernel_op, scalar) = op.kernel(dtype, k)?;
+    Ok(dispatch!(dtype, kernel_op, |T, O| collective_typed::<T, O>(
+        scalar, c, inputs
     )))
 }
 
-fn collective_typed<T: zipcoll_device::dtype::Split, O: RedOp>(op: O, c: CollRef, inputs: &[Vec<u8>]) -> Vec<u8> {
+fn collective_typed<T: zipcoll_device::dtype::Split, O: RedOp>(scalar: u64, c: CollRef, inputs: &[Vec<u8>]) -> Vec<u8> {
+    let op = O::scaled(scalar);
     use zipcoll_primitives::collectives as co;
     let words: Vec<Vec<T::Bits>> = inputs.iter().map(|i| words_from_le(i)).collect();
     let views: Vec<&[T::Bits]> = words.iter().map(Vec::as_slice).collect();
@@ -152,6 +151,15 @@ fn collective_typed<T: zipcoll_device::dtype::Split, O: RedOp>(op: O, c: CollRef
         CollRef::Reduce { root } => co::reduce_reference::<T, O>(op, &views, root, &mut out),
         CollRef::AllToAll { rank } => co::all_to_all_reference::<T>(&views, rank, &mut out),
         CollRef::Broadcast { root } => out.copy_from_slice(views[root]),
+    }
+    if matches!(
+        c,
+        CollRef::RingAllReduce { .. }
+            | CollRef::TwoShotAllReduce { .. }
+            | CollRef::ReduceScatter { .. }
+            | CollRef::Reduce { .. }
+    ) {
+        co::post_divide_reference::<T, O>(scalar, &mut out);
     }
     words_to_le(&out)
 }

@@ -9,7 +9,7 @@
 //! |----------------------------------------|---------|-----------|---------------------------------------------------|
 //! | `every_collective_on_*_ranks`          | 1..=8   | SIM       | every collective, bf16 / f32 x sum / max, every compression |
 //! | `every_collective_of_the_uncoded_dtypes_on_2_to_8_ranks` | 2..=8 | SIM | every collective, f64 / i32 / u8 / i64 x sum / min / prod, every compression (they travel RAW) |
-//! | `every_dtype_and_op_on_3_ranks`        | 3       | SIM       | every dtype x op (integers: no Avg): ring, two-shot, reduce_scatter, reduce |
+//! | `every_dtype_and_op_on_3_ranks`        | 3       | SIM       | every dtype x op (integer Avg: the sum divided toward zero): ring, two-shot, reduce_scatter, reduce |
 //! | `every_collective_over_net_loopback`   | 2, 3, 4 | NET       | every collective, off / auto / a codec            |
 //! | `a_rank_that_finishes_first_leaves_its_peers_intact` | 2..=4 | NET, SIM | a rank drops its communicator right after its last call |
 //! | `the_communicator_default_compression_applies` | 2 | SIM (Auto) | `Config::compression` (each codec) when a call does not override it |
@@ -27,8 +27,8 @@ use zipcoll_host::comm::{
 };
 use zipcoll_host::{testdata, CodecId, DType, ReduceOp, Result};
 use zipcoll_primitives::collectives::{
-    all_gather_reference, all_to_all_reference, reduce_reference, reduce_scatter_reference, ring_all_reduce_reference,
-    two_shot_all_reduce_reference,
+    all_gather_reference, all_to_all_reference, post_divide_reference, reduce_reference, reduce_scatter_reference,
+    ring_all_reduce_reference, two_shot_all_reduce_reference,
 };
 use zipcoll_targets::Word;
 
@@ -110,32 +110,54 @@ fn to_bytes<T: Elem>(v: &[T::Bits]) -> Vec<u8> {
 /// buffer's contents before it (out of place: `dst`; in place: the one buffer).
 fn expected(case: &Case, inputs: &[Vec<u8>], r: usize, initial: &[u8], frame_elems: usize) -> Vec<u8> {
     fn by_op<T: Split>(case: &Case, inputs: &[Vec<u8>], r: usize, initial: &[u8], fe: usize) -> Vec<u8> {
-        // (Avg of an integer is refused by the call: `integers_refuse_avg_and_pre_mul_sum`)
+        let k = inputs.len() as u64;
         match case.op {
-            ReduceOp::Sum => typed::<T, Sum>(case, inputs, r, initial, fe),
-            ReduceOp::Prod => typed::<T, Prod>(case, inputs, r, initial, fe),
-            ReduceOp::Min => typed::<T, Min>(case, inputs, r, initial, fe),
-            ReduceOp::Max => typed::<T, Max>(case, inputs, r, initial, fe),
-            ReduceOp::Avg => typed::<T, Avg>(case, inputs, r, initial, fe),
+            // an integer average: the sum divided by `nranks` (NCCL's SumPostDiv)
+            ReduceOp::Avg if T::DTYPE.is_integer() => typed::<T, Sum>(case, inputs, r, initial, fe, k),
+            ReduceOp::Sum => typed::<T, Sum>(case, inputs, r, initial, fe, 1),
+            ReduceOp::Prod => typed::<T, Prod>(case, inputs, r, initial, fe, 1),
+            ReduceOp::Min => typed::<T, Min>(case, inputs, r, initial, fe, 1),
+            ReduceOp::Max => typed::<T, Max>(case, inputs, r, initial, fe, 1),
+            ReduceOp::Avg => typed::<T, Avg>(case, inputs, r, initial, fe, 1),
         }
     }
-    fn typed<T: Split, O: RedOp>(case: &Case, inputs: &[Vec<u8>], r: usize, initial: &[u8], fe: usize) -> Vec<u8> {
+    /// The result of `O` (an average for Avg) whose reduced elements are then divided by
+    /// `divisor` (`post_divide_reference`; 1: not divided).
+    fn typed<T: Split, O: RedOp>(
+        case: &Case,
+        inputs: &[Vec<u8>],
+        r: usize,
+        initial: &[u8],
+        fe: usize,
+        divisor: u64,
+    ) -> Vec<u8> {
         let owned: Vec<Vec<T::Bits>> = inputs.iter().map(|b| to_bits::<T>(b)).collect();
         let ins: Vec<&[T::Bits]> = owned.iter().map(Vec::as_slice).collect();
         let mut out = to_bits::<T>(initial);
         let count = case.count;
         let op = O::new::<T>(ins.len() as u32);
+        let divided = |v: &mut [T::Bits]| post_divide_reference::<T, O>(divisor, v);
         match case.kind {
-            Kind::Ring => ring_all_reduce_reference::<T, O>(op, &ins, &mut out, fe),
-            Kind::TwoShot => two_shot_all_reduce_reference::<T, O>(op, &ins, &mut out, fe),
+            Kind::Ring => {
+                ring_all_reduce_reference::<T, O>(op, &ins, &mut out, fe);
+                divided(&mut out);
+            }
+            Kind::TwoShot => {
+                two_shot_all_reduce_reference::<T, O>(op, &ins, &mut out, fe);
+                divided(&mut out);
+            }
             Kind::AllGather => all_gather_reference::<T>(&ins, &mut out),
             Kind::ReduceScatter => {
                 let mut block = vec![T::Bits::default(); count];
                 reduce_scatter_reference::<T, O>(op, &ins, r, &mut block);
+                divided(&mut block);
                 let at = if out.len() == count { 0 } else { r * count };
                 out[at..at + count].copy_from_slice(&block);
             }
-            Kind::Reduce(root) if root == r => reduce_reference::<T, O>(op, &ins, root, &mut out),
+            Kind::Reduce(root) if root == r => {
+                reduce_reference::<T, O>(op, &ins, root, &mut out);
+                divided(&mut out);
+            }
             Kind::Reduce(_) => {}
             Kind::Broadcast(root) => out.copy_from_slice(ins[root]),
             Kind::AllToAll => all_to_all_reference::<T>(&ins, r, &mut out),
@@ -415,11 +437,7 @@ fn every_dtype_and_op_on_3_ranks() {
     let mut cases = Vec::new();
     let mut i = 0usize;
     for dtype in DType::ALL {
-        // (integers have no Avg: `integers_refuse_avg_and_pre_mul_sum` in `comm_api`)
-        for op in ReduceOp::ALL
-            .into_iter()
-            .filter(|&op| !(dtype.is_integer() && op == ReduceOp::Avg))
-        {
+        for op in ReduceOp::ALL {
             for kind in [Kind::Ring, Kind::TwoShot, Kind::ReduceScatter, Kind::Reduce(i % k)] {
                 // (shifted every 4 calls so each kind gets every size class)
                 let turn = i + i / 4;

@@ -15,8 +15,9 @@ fn first_mismatch(dtype: DType, want: &[u8], got: &[u8]) -> Option<(usize, Vec<u
         })
 }
 
-/// Whether `(dtype, op)` is Avg of an integer, which no kernel is built for: then `result` must
-/// be `InvalidArgument` (and the caller checks the simulator refuses it too).
+/// Whether `(dtype, op)` is Avg of an integer, which these kernels refuse (an integer average
+/// divides the sum once at the end, as only the collectives do): then `result` must be
+/// `InvalidArgument` (and the caller checks the simulator refuses it too).
 fn refuses_avg_of_integers(dtype: DType, op: ReduceOp, result: zipcoll_host::Result<Vec<u8>>) -> bool {
     let refused = dtype.is_integer() && op == ReduceOp::Avg;
     if refused {

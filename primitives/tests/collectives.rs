@@ -115,7 +115,8 @@ fn every_dtype_and_op_fp8() {
     every_op::<F8E5M2>(&mut g);
 }
 
-/// Every operator but Avg (integers have no average) of the integer `T` over every collective.
+/// Every operator but Avg of the integer `T` over every collective (the integer average and
+/// PreMulSum go through the host API: `comm_api`'s `integers_average_and_pre_mul_sum_as_nccl`).
 fn every_int_op<T: Gen>(g: &mut Rng) {
     for (c, coll) in COLLECTIVES.into_iter().enumerate() {
         one::<T, Sum>(coll, c, g);

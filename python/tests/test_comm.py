@@ -59,6 +59,31 @@ def test_data_movement_is_bit_exact(nranks, compression, dtype):
             assert same_bits(got, inputs[0][:N])
 
 
+@pytest.mark.parametrize("nranks", [2, 3])
+@pytest.mark.parametrize("np_dtype", [np.int8, np.uint8, np.int32, np.int64, np.uint64])
+def test_integer_average_is_the_wrapped_sum_divided_toward_zero(nranks, np_dtype):
+    info = np.iinfo(np_dtype)
+    rng = np.random.default_rng(7)
+    xs = [rng.integers(info.min, info.max, size=64, dtype=np_dtype, endpoint=True) for _ in range(nranks)]
+    for x in xs:
+        x[:4] = [info.min, info.max, 0, info.max if info.min == 0 else -1]
+    # Python integers: the sum wrapped to the type, then divided toward zero (as NCCL)
+    bits = 8 * np.dtype(np_dtype).itemsize
+    wrapped = [sum(int(x[i]) for x in xs) % (1 << bits) for i in range(64)]
+    if info.min < 0:
+        wrapped = [w - (1 << bits) if w > info.max else w for w in wrapped]
+    want = np.array([abs(w) // nranks * (1 if w >= 0 else -1) for w in wrapped], dtype=np_dtype)
+
+    def body(c):
+        x = xs[c.rank].copy()
+        c.all_reduce(x, op="avg")
+        c.synchronize()
+        return x
+
+    for got in run_ranks(nranks, body):
+        assert np.array_equal(got, want)
+
+
 @pytest.mark.parametrize("nranks", [2, 4])
 @pytest.mark.parametrize("dtype", ["bf16", "f16", "f32", "f64"])
 @pytest.mark.parametrize("op", ["sum", "prod", "avg"])
@@ -143,7 +168,6 @@ def test_argument_errors_leave_the_communicator_usable():
             lambda: c.broadcast(x, root=9),
             lambda: c.send(x, peer=c.rank),
             lambda: c.recv(x, peer=5),
-            lambda: c.all_reduce(np.ones(4, np.int64), op="avg"),
             lambda: c.all_reduce(np.ones(4, np.float32)[::2]),
             lambda: c.all_reduce(b"\0" * 16, dtype="f32"),
             lambda: c.all_gather(x, out=x),

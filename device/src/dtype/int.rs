@@ -45,6 +45,18 @@ macro_rules! int_elem {
             fn scale(x: $bits, scalar: u64) -> $bits {
                 x.wrapping_mul(scalar as $bits)
             }
+            #[inline(always)]
+            fn div_toward_zero(x: $bits, divisor: u64) -> $bits {
+                if divisor == 0 {
+                    return x;
+                }
+                // in u64, so that a divisor above the type's range divides as a number
+                if <$native>::MIN != <$native>::default() && (x as $native) < <$native>::default() {
+                    ((x.wrapping_neg() as u64 / divisor) as $bits).wrapping_neg()
+                } else {
+                    (x as u64 / divisor) as $bits
+                }
+            }
         }
     };
 }

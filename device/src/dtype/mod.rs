@@ -146,7 +146,7 @@ impl DType {
         }
     }
 
-    /// Whether it is an integer type (reduced with wrapping arithmetic; no average).
+    /// Whether it is an integer type (reduced with wrapping arithmetic; averaged by dividing the sum).
     pub const fn is_integer(self) -> bool {
         matches!(
             self,
@@ -164,19 +164,48 @@ impl DType {
     }
 
     /// The operator scalar ([`Elem::scale`]'s `scalar`) of the float `s` for this type: `s` as
-    /// f32 bits for the types reduced through f32, as f64 bits for f64; `None` for integers.
+    /// f32 bits for the types reduced through f32, as f64 bits for f64; for integers the
+    /// integer's bits (sign-extended) when `s` is an integer value of the type, `None`
+    /// otherwise (a fraction, out of range, NaN).
     pub fn scalar_bits(self, s: f64) -> Option<u64> {
+        let integral = |lo: f64, hi: f64| ((lo..hi).contains(&s) && (s as i128) as f64 == s).then_some(s);
         match self {
             DType::F64 => Some(s.to_bits()),
-            d if d.is_integer() => None,
+            DType::I8 => integral(-128.0, 128.0).map(|v| v as i64 as u64),
+            DType::U8 => integral(0.0, 256.0).map(|v| v as u64),
+            DType::I32 => integral(-2147483648.0, 2147483648.0).map(|v| v as i64 as u64),
+            DType::U32 => integral(0.0, 4294967296.0).map(|v| v as u64),
+            DType::I64 => integral(-9223372036854775808.0, 9223372036854775808.0).map(|v| v as i64 as u64),
+            DType::U64 => integral(0.0, 18446744073709551616.0).map(|v| v as u64),
             _ => Some(u64::from((s as f32).to_bits())),
+        }
+    }
+
+    /// The operator scalar of the element whose storage word is the low
+    /// [`DType::size_bytes`] bytes of `bits` (NCCL's PreMulSum takes its scalar as a value of
+    /// the call's dtype): [`DType::scalar_bits`] of the float's value, the integer's bits
+    /// sign-extended for signed types. Exact for every dtype.
+    pub fn scalar_of_value(self, bits: u64) -> u64 {
+        let width = 8 * self.size_bytes() as u32;
+        let low = if width == 64 {
+            bits
+        } else {
+            bits & ((1u64 << width) - 1)
+        };
+        match (self.float_value(low), self) {
+            (Some(v), _) => self.scalar_bits(v).unwrap_or(low),
+            (None, DType::I8 | DType::I32 | DType::I64) => {
+                let shift = 64 - width;
+                (((low << shift) as i64) >> shift) as u64
+            }
+            (None, _) => low,
         }
     }
 
     /// The operator scalar of an average over `nranks` contributions: `1 / nranks` computed in
     /// the type's arithmetic (`1.0f32 / nranks as f32` for the types reduced through f32, as
     /// NCCL does; `+inf` for `nranks = 0`, no panic); `None` for integers, which NCCL averages
-    /// by dividing the sum, an operator zipcoll does not build.
+    /// by dividing the sum afterwards ([`crate::reduce::post_divisor`]), not by a factor.
     pub fn avg_scalar(self, nranks: u32) -> Option<u64> {
         match self {
             DType::F64 => Some((1.0 / f64::from(nranks)).to_bits()),
@@ -219,6 +248,15 @@ pub trait Elem: Copy + 'static {
     /// `x` times the operator scalar whose bits are `scalar` ([`DType::scalar_bits`]: f32 bits
     /// for the types reduced through f32, f64 bits for f64, the integer's bits for integers).
     fn scale(x: Self::Bits, scalar: u64) -> Self::Bits;
+    /// NCCL's SumPostDiv post-operation, which averages integers: `x / divisor` rounded toward
+    /// zero (signed types as NCCL computes it, `-((-x) / divisor)` in the unsigned word for
+    /// negative `x`, so `MIN / 1` stays `MIN`), `x` for a zero divisor. Float types average
+    /// through [`Elem::scale`] and never divide: the identity.
+    #[inline(always)]
+    fn div_toward_zero(x: Self::Bits, divisor: u64) -> Self::Bits {
+        let _ = divisor;
+        x
+    }
 }
 
 /// A float type whose every value is an `f32` value: converted exactly to `f32` and reduced

@@ -12,8 +12,10 @@
 //!
 //! [`Avg`]'s scalar is `1 / nranks` for an average ([`RedOp::new`]) or the caller's scalar for
 //! NCCL's `ncclRedOpCreatePreMulSum` ([`RedOp::scaled`]); a collective's descriptor carries it.
-//! Integers have no average here (NCCL divides their sum by `nranks`, an operator zipcoll does
-//! not build: [`DType::avg_scalar`] is `None` for them).
+//! Integers average as NCCL does (its SumPostDiv): the [`Sum`] kernels run, with the
+//! descriptor's scalar set to `nranks`, and the schedules divide each element of the result
+//! once, rounding toward zero ([`post_divisor`], [`Elem::div_toward_zero`]). Their [`Avg`]
+//! kernels are PreMulSum with an integer scalar (wrapping).
 //!
 //! Each operation is the element type's ([`Elem::add`], ..): for bf16, f16 and fp8 "widen
 //! exactly to f32, one f32 operation, round to nearest even"; for f32 and f64 the native
@@ -33,7 +35,7 @@ mod ops;
 
 pub use ops::{Avg, Max, Min, Prod, Sum};
 
-use crate::dtype::{DType, Elem};
+use crate::dtype::Elem;
 
 /// The reductions, as a runtime value (host API, kernel manifest).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -47,12 +49,6 @@ pub enum ReduceOp {
 }
 
 impl ReduceOp {
-    /// Whether kernels reduce `dtype` with this operator: every pair but Avg of an integer
-    /// dtype (NCCL divides an integer sum by `nranks`, a post-operation zipcoll lacks).
-    pub const fn built_for(self, dtype: DType) -> bool {
-        !(dtype.is_integer() && matches!(self, ReduceOp::Avg))
-    }
-
     /// Every reduction, in discriminant order.
     pub const ALL: [ReduceOp; 5] = [
         ReduceOp::Sum,
@@ -63,19 +59,29 @@ impl ReduceOp {
     ];
 }
 
+/// The divisor of NCCL's SumPostDiv for a kernel of operator `O` on `T` whose descriptor holds
+/// `scalar`: `Some(scalar)` for the integer [`Sum`] kernels when `scalar > 1` (an average over
+/// `scalar` ranks: each element of the result is divided once, after the last combine),
+/// `None` otherwise (every float kernel, and an integer sum's scalar of 1).
+#[inline(always)]
+pub fn post_divisor<T: Elem, O: RedOp>(scalar: u64) -> Option<u64> {
+    (T::DTYPE.is_integer() && matches!(O::OP, ReduceOp::Sum) && scalar > 1).then_some(scalar)
+}
+
 /// A reduction operator. Values of it carry the launch's scalar state (Avg's `scale`).
 pub trait RedOp: Copy {
     /// This operator as a runtime value.
     const OP: ReduceOp;
     /// The operator whose `pre` multiplies each contribution by the scalar whose bits are
-    /// `scalar` ([`DType::scalar_bits`]; Avg: NCCL's PreMulSum with that scalar); every other
+    /// `scalar` ([`crate::dtype::DType::scalar_bits`]; Avg: NCCL's PreMulSum with that scalar); every other
     /// operator ignores it.
     fn scaled(scalar: u64) -> Self;
     /// The operator for a reduction of `T` over `nranks` contributions: [`RedOp::scaled`] with
-    /// [`DType::avg_scalar`], Avg's factor (0 for integers, which have no average).
+    /// [`crate::dtype::DType::avg_scalar`], Avg's factor (1 for integers, whose average is a sum divided
+    /// afterwards: [`post_divisor`]).
     #[inline(always)]
     fn new<T: Elem>(nranks: u32) -> Self {
-        Self::scaled(T::DTYPE.avg_scalar(nranks).unwrap_or(0))
+        Self::scaled(T::DTYPE.avg_scalar(nranks).unwrap_or(1))
     }
     /// Applied once to each contribution before it is combined (identity except for Avg).
     fn pre<T: Elem>(self, x: T::Bits) -> T::Bits;

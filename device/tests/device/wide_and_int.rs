@@ -219,3 +219,101 @@ fn dtype_helpers_of_the_new_types() {
     assert_eq!(DType::Bf16.float_value(0x3F80), Some(1.0));
     assert_eq!(DType::from_u8(12), None);
 }
+
+/// NCCL's SumPostDiv post-operation (`Elem::div_toward_zero`): every 8-bit value by every
+/// divisor up to 300 (past the type's range) and by 2^63, against i128 division, which rounds
+/// toward zero; a zero divisor leaves the value.
+#[test]
+fn integer_division_rounds_toward_zero() {
+    for x in 0..=u8::MAX {
+        for d in (0..=300u64).chain([1 << 63]) {
+            let (signed, unsigned) = if d == 0 {
+                (x, x)
+            } else {
+                (
+                    (i128::from(x as i8) / i128::from(d)) as i8 as u8,
+                    (u64::from(x) / d) as u8,
+                )
+            };
+            assert_eq!(I8::div_toward_zero(x, d), signed, "i8 {} / {d}", x as i8);
+            assert_eq!(U8::div_toward_zero(x, d), unsigned, "u8 {x} / {d}");
+        }
+    }
+    assert_eq!(I64::div_toward_zero(i64::MIN as u64, 1), i64::MIN as u64);
+    assert_eq!(I64::div_toward_zero(i64::MIN as u64, 2), (i64::MIN / 2) as u64);
+    assert_eq!(I32::div_toward_zero(-7i32 as u32, 2), -3i32 as u32);
+    assert_eq!(U32::div_toward_zero(u32::MAX, 2), u32::MAX / 2);
+    // floats average through the factor and never divide
+    assert_eq!(F64::div_toward_zero(3.0f64.to_bits(), 2), 3.0f64.to_bits());
+}
+
+proptest! {
+    #[test]
+    fn wide_integer_division_rounds_toward_zero(a: u64, d in 1u64..) {
+        let q = |x: i128| x / i128::from(d);
+        prop_assert_eq!(I32::div_toward_zero(a as u32, d), q(i128::from(a as u32 as i32)) as u32);
+        prop_assert_eq!(U32::div_toward_zero(a as u32, d), q(i128::from(a as u32)) as u32);
+        prop_assert_eq!(I64::div_toward_zero(a, d), q(i128::from(a as i64)) as u64);
+        prop_assert_eq!(U64::div_toward_zero(a, d), q(i128::from(a)) as u64);
+    }
+}
+
+/// Which kernels divide their result ([`post_divisor`]): the integer Sum kernels with a
+/// descriptor scalar above 1, nothing else.
+#[test]
+fn only_integer_sums_divide_their_result() {
+    use zipcoll_device::dtype::F32;
+    use zipcoll_device::reduce::post_divisor;
+    assert_eq!(post_divisor::<I32, Sum>(4), Some(4));
+    assert_eq!(post_divisor::<U8, Sum>(300), Some(300));
+    assert_eq!(post_divisor::<I64, Sum>(1), None);
+    assert_eq!(post_divisor::<I64, Sum>(0), None);
+    assert_eq!(post_divisor::<I32, Avg>(4), None);
+    assert_eq!(post_divisor::<I32, Prod>(4), None);
+    assert_eq!(post_divisor::<I32, Max>(4), None);
+    assert_eq!(post_divisor::<F32, Sum>(4), None);
+    assert_eq!(post_divisor::<F64, Sum>(4), None);
+}
+
+/// PreMulSum's scalar for the integer types: from an `f64` only when it is a value of the type,
+/// from a value's bits always (sign-extended for the signed types, bits above the width
+/// ignored), and the wrapping product with it.
+#[test]
+fn integer_pre_mul_sum_scalars() {
+    assert_eq!(DType::I8.scalar_bits(-128.0), Some(-128i64 as u64));
+    assert_eq!(DType::I8.scalar_bits(127.0), Some(127));
+    assert_eq!(DType::U8.scalar_bits(255.0), Some(255));
+    assert_eq!(
+        DType::U64.scalar_bits(18446744073709549568.0),
+        Some(18446744073709549568)
+    );
+    assert_eq!(DType::I64.scalar_bits(-9223372036854775808.0), Some(i64::MIN as u64));
+    for (d, s) in [
+        (DType::I8, -129.0),
+        (DType::I8, 128.0),
+        (DType::U8, 256.0),
+        (DType::U8, -1.0),
+        (DType::I32, 2.5),
+        (DType::U32, 4294967296.0),
+        (DType::I64, 9223372036854775808.0),
+        (DType::U64, 18446744073709551616.0),
+        (DType::U64, f64::NAN),
+        (DType::I32, f64::INFINITY),
+    ] {
+        assert_eq!(d.scalar_bits(s), None, "{d:?} {s}");
+    }
+    assert_eq!(DType::I8.scalar_of_value(0x00AB_CDFF), u64::MAX);
+    assert_eq!(DType::U8.scalar_of_value(0x00AB_CDFF), 0xFF);
+    assert_eq!(DType::I32.scalar_of_value(0x1_8000_0000), i64::from(i32::MIN) as u64);
+    assert_eq!(DType::U32.scalar_of_value(0x1_8000_0000), 0x8000_0000);
+    assert_eq!(
+        DType::I64.scalar_of_value(i64::MIN as u64 + 12345),
+        i64::MIN as u64 + 12345
+    );
+    assert_eq!(DType::Bf16.scalar_of_value(0x3F80), u64::from(1.0f32.to_bits()));
+    assert_eq!(DType::F64.scalar_of_value(2.5f64.to_bits()), 2.5f64.to_bits());
+    // the product wraps in the type whatever the scalar's high bits
+    let minus_one = DType::I32.scalar_of_value(u64::from(u32::MAX));
+    assert_eq!(Avg::scaled(minus_one).pre::<I32>(5), -5i32 as u32);
+    assert_eq!(Avg::scaled(DType::U8.scalar_of_value(3)).pre::<U8>(100), 44);
+}

@@ -978,6 +978,7 @@ impl Communicator {
         if root >= k {
             return Err(Error::InvalidArgument(format!("root {root} of {k} ranks")));
         }
+        let (kernel_op, scalar) = op.kernel(dtype, k)?;
         let total = count
             .checked_mul(k)
             .and_then(|t| t.checked_mul(size))
@@ -1052,8 +1053,8 @@ impl Communicator {
             dst,
             count,
             dtype,
-            op: op.kernel_op(),
-            scalar: op.scalar(dtype, k)?,
+            op: kernel_op,
+            scalar,
             root,
             n: in_bytes / size.max(1),
         })
@@ -1193,9 +1194,9 @@ struct Prepared {
     dst: *mut u8,
     count: usize,
     dtype: DType,
-    /// The kernels' operator ([`Reduction::kernel_op`]).
+    /// The kernels' operator ([`Reduction::kernel`]).
     op: ReduceOp,
-    /// The bits of Avg's factor ([`Reduction::scalar`]).
+    /// The descriptor's scalar for it ([`Reduction::kernel`]).
     scalar: u64,
     root: usize,
     /// Input elements (what Auto samples).

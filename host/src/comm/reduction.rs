@@ -5,8 +5,9 @@
 //! | reduction                          | each contribution `x` becomes | then       | kernels run   |
 //! |------------------------------------|-------------------------------|------------|---------------|
 //! | `ReduceOp::Sum`, `Prod`, `Min`, `Max` | `x`                        | the op     | that op's     |
-//! | `ReduceOp::Avg`                    | `x * (1 / nranks)`            | summed     | Avg's         |
-//! | [`Reduction::PreMulSum`]`(s)`      | `x * s`                       | summed     | Avg's, with `s` |
+//! | `ReduceOp::Avg`, float dtypes      | `x * (1 / nranks)`            | summed     | Avg's         |
+//! | `ReduceOp::Avg`, integer dtypes    | `x`                           | summed, the sum divided by `nranks` toward zero | Sum's, with `nranks` (NCCL's SumPostDiv) |
+//! | [`Reduction::PreMulSum`]`(s)`, [`Reduction::PreMulSumBits`]`(b)` | `x * s` | summed | Avg's, with `s` |
 //!
 //! For the types reduced through f32 the product is computed in f32 and rounded to the dtype
 //! once, with the sum (as Avg), the scalar rounded to f32 (which holds every value of those
@@ -14,10 +15,12 @@
 //! bf16, f16 and fp8 a scalar that is not one of the dtype's values gives NCCL's result rounded
 //! differently (never for a power of two).
 //!
-//! Integer dtypes take Sum, Prod, Min and Max. Avg and PreMulSum on them are
-//! `InvalidArgument` (the communicator keeps working): NCCL averages integers by dividing the
-//! sum by `nranks`, a post-operation zipcoll's schedules lack, and no PreMulSum kernel is built
-//! for them.
+//! Integers follow NCCL: the sum and the products wrap (two's complement), and the average is
+//! the wrapped sum divided by `nranks`, rounded toward zero. A PreMulSum scalar for an integer
+//! dtype is an integer value of it: [`Reduction::PreMulSum`] with another value (a fraction,
+//! out of range) is `InvalidArgument` and the communicator keeps working;
+//! [`Reduction::PreMulSumBits`] passes it as NCCL's C API does, the bits of one value of the
+//! call's dtype (exact for 64-bit integers, whose values an `f64` does not all hold).
 //!
 //! ```
 //! use zipcoll_host::comm::{run_sim, Config, Data, DeviceSlice, Options, Reduction};
@@ -35,8 +38,7 @@
 //! # Ok::<(), zipcoll_host::Error>(())
 //! ```
 
-use crate::dispatch::not_built_for_integers;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use zipcoll_device::dtype::DType;
 use zipcoll_device::reduce::ReduceOp;
 
@@ -45,8 +47,12 @@ use zipcoll_device::reduce::ReduceOp;
 pub enum Reduction {
     /// A built-in operator.
     Op(ReduceOp),
-    /// Every contribution times the scalar, then summed (NCCL's PreMulSum).
+    /// Every contribution times the scalar, then summed (NCCL's PreMulSum). For an integer
+    /// dtype the scalar must be an integer value of that dtype.
     PreMulSum(f64),
+    /// PreMulSum whose scalar is one value of the call's dtype, given by its bits (the low
+    /// `size_bytes` bytes, little-endian, as NCCL's `ncclRedOpCreatePreMulSum` reads it).
+    PreMulSumBits(u64),
 }
 
 impl From<ReduceOp> for Reduction {
@@ -56,24 +62,26 @@ impl From<ReduceOp> for Reduction {
 }
 
 impl Reduction {
-    /// The operator the kernels run: PreMulSum runs Avg's.
-    pub(crate) fn kernel_op(self) -> ReduceOp {
-        match self {
-            Reduction::Op(op) => op,
-            Reduction::PreMulSum(_) => ReduceOp::Avg,
-        }
-    }
-
-    /// The bits of the factor of every contribution of `dtype` over `nranks` ranks (the work
-    /// descriptor's `scalar`, [`DType::scalar_bits`]): `1 / nranks` for Avg, the scalar for
-    /// PreMulSum, 1 otherwise (unused). `InvalidArgument` where no kernel is built: Avg and
-    /// PreMulSum of an integer dtype.
-    pub(crate) fn scalar(self, dtype: DType, nranks: usize) -> Result<u64> {
-        let refused = |what: &str| not_built_for_integers(what, dtype);
-        match self {
-            Reduction::Op(ReduceOp::Avg) => dtype.avg_scalar(nranks as u32).ok_or_else(|| refused("Avg")),
-            Reduction::Op(_) => Ok(dtype.scalar_bits(1.0).unwrap_or(1)),
-            Reduction::PreMulSum(s) => dtype.scalar_bits(s).ok_or_else(|| refused("PreMulSum")),
-        }
+    /// The operator the kernels run on `dtype` over `nranks` ranks and the work descriptor's
+    /// `scalar` for it (the module table): for Avg and PreMulSum the bits of the factor of
+    /// every contribution ([`DType::scalar_bits`]), for an integer average the divisor
+    /// `nranks`, 1 otherwise (unused). `InvalidArgument` for a PreMulSum scalar that is not a
+    /// value of an integer `dtype`.
+    pub(crate) fn kernel(self, dtype: DType, nranks: usize) -> Result<(ReduceOp, u64)> {
+        Ok(match self {
+            Reduction::Op(ReduceOp::Avg) if dtype.is_integer() => (ReduceOp::Sum, nranks as u64),
+            Reduction::Op(ReduceOp::Avg) => (ReduceOp::Avg, dtype.avg_scalar(nranks as u32).unwrap_or(1)),
+            Reduction::Op(op) => (op, dtype.scalar_bits(1.0).unwrap_or(1)),
+            Reduction::PreMulSum(s) => {
+                let bits = dtype.scalar_bits(s).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "PreMulSum's scalar {s} is not a value of the integer dtype {dtype:?} (pass an integer in its \
+                         range, or Reduction::PreMulSumBits)"
+                    ))
+                })?;
+                (ReduceOp::Avg, bits)
+            }
+            Reduction::PreMulSumBits(b) => (ReduceOp::Avg, dtype.scalar_of_value(b)),
+        })
     }
 }

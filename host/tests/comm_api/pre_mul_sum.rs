@@ -1,11 +1,12 @@
-//! PreMulSum (`Reduction::PreMulSum`, NCCL's `ncclRedOpCreatePreMulSum`) on the simulator,
-//! ranks as threads, against the scalar reference bit for bit:
+//! PreMulSum (`Reduction::PreMulSum`, NCCL's `ncclRedOpCreatePreMulSum`) and the integer
+//! average on the simulator, ranks as threads, against a reference bit for bit:
 //!
 //! | test | what |
 //! |------|------|
 //! | `pre_mul_sum_matches_the_reference` | 2, 3 and 8 ranks, every float dtype, compression off and Auto, ring and two-shot all_reduce, reduce_scatter and reduce with scalars that no dtype but f32 and f64 holds, negative, zero, NaN, one only f64 holds; inputs with NaN payloads, infinities, -0.0 and subnormals |
 //! | `pre_mul_sum_of_one_over_nranks_is_avg` | `PreMulSum(1 / k)` gives `ReduceOp::Avg`'s bits |
-//! | `integers_refuse_avg_and_pre_mul_sum` | `InvalidArgument` for both on every integer dtype; the communicator then runs a sum |
+//! | `integers_average_and_pre_mul_sum_as_nccl` | 2, 3, 5 and 8 ranks, every integer dtype, small frames (several loops per call), one-warp and block channels: Avg (the wrapped sum divided by `nranks` toward zero, NCCL's SumPostDiv), PreMulSum(-3) (3 unsigned) and PreMulSumBits with bits no f64 holds, over ring and two-shot all_reduce, reduce_scatter and reduce; inputs with MIN, MAX, -1, 0, 1 and random words | equal to i128 arithmetic wrapped to the type |
+//! | `a_pre_mul_sum_scalar_outside_an_integer_dtype_is_refused` | a fraction, out of range either way, NaN | `InvalidArgument`; the communicator then runs a sum |
 //! | `a_group_applies_each_calls_own_scalar` | two all_reduces with different scalars in one group |
 
 use zipcoll_host::comm::{run_sim, Algorithm, Compression, Config, Data, Lossless, Options, Reduction};
@@ -36,6 +37,18 @@ impl Call {
 /// Each rank's input, output (unwritten for a reduce's non-root) and frame size after `call`
 /// with `op` on `k` ranks of the simulator with `compression`.
 fn run(k: usize, dtype: DType, call: Call, op: Reduction, compression: Compression) -> Vec<(Vec<u8>, Vec<u8>, usize)> {
+    run_in(Config::sim(), k, dtype, call, op, compression)
+}
+
+/// [`run`] with `config`.
+fn run_in(
+    config: Config,
+    k: usize,
+    dtype: DType,
+    call: Call,
+    op: Reduction,
+    compression: Compression,
+) -> Vec<(Vec<u8>, Vec<u8>, usize)> {
     let opts = Options {
         compression: Some(compression),
         algorithm: match call {
@@ -45,7 +58,7 @@ fn run(k: usize, dtype: DType, call: Call, op: Reduction, compression: Compressi
         ..Options::default()
     };
     let size = dtype.size_bytes();
-    run_sim(k, Config::sim(), |comm| {
+    run_sim(k, config, |comm| {
         let me = comm.rank();
         let input = testdata::elements(dtype, call.input_elems(k), (me * 31 + dtype as usize) as u64);
         let mut src = comm.alloc(input.len())?;
@@ -155,27 +168,129 @@ fn a_group_applies_each_calls_own_scalar() {
     }
 }
 
+/// An element of an integer `dtype` (little-endian bytes) as a number, signed or unsigned as
+/// the type.
+fn int_value(dtype: DType, bytes: &[u8]) -> i128 {
+    let mut word = [0u8; 16];
+    word[..bytes.len()].copy_from_slice(bytes);
+    let v = i128::from_le_bytes(word);
+    let shift = 128 - 8 * bytes.len() as u32;
+    let signed = matches!(dtype, DType::I8 | DType::I32 | DType::I64);
+    if signed {
+        (v << shift) >> shift
+    } else {
+        v
+    }
+}
+
+/// `v` wrapped to an integer `dtype` (two's complement), as little-endian bytes.
+fn int_bytes(dtype: DType, v: i128) -> Vec<u8> {
+    v.to_le_bytes()[..dtype.size_bytes()].to_vec()
+}
+
+/// Small frames, so that every call runs several loops of its schedule (the average divides
+/// after each loop), on channels of `threads` (32: one warp; more: a block).
+fn small_frames(threads: u32) -> Config {
+    Config {
+        buffer_bytes: 8 << 10,
+        channel_threads: threads,
+        ..Config::sim()
+    }
+}
+
 #[test]
-fn integers_refuse_avg_and_pre_mul_sum() {
+fn integers_average_and_pre_mul_sum_as_nccl() {
+    // the scalar of PreMulSumBits: bits above the dtype's width are ignored, and the 64-bit
+    // types get a value no f64 holds (i64::MIN + 12345, 2^63 + 12345)
+    const BITS: u64 = 0x8000_0000_0000_3039;
+    for k in [2, 3, 5, 8] {
+        for dtype in DType::ALL.into_iter().filter(|d| d.is_integer()) {
+            let size = dtype.size_bytes();
+            let by_bits = int_value(dtype, &BITS.to_le_bytes()[..size]);
+            // -3 where the type holds it
+            let three = if int_value(dtype, &[0xff; 8][..size]) < 0 {
+                -3
+            } else {
+                3
+            };
+            // (the reduction, each contribution's factor, the divisor of the sum)
+            let cases = [
+                (ReduceOp::Avg.into(), 1, k as i128),
+                (Reduction::PreMulSum(three as f64), three, 1),
+                (Reduction::PreMulSumBits(BITS), by_bits, 1),
+            ];
+            for call in [Call::Ring, Call::TwoShot, Call::ReduceScatter, Call::Reduce(k / 2)] {
+                for (op, factor, divisor) in cases {
+                    let got = run_in(
+                        small_frames(if k % 2 == 1 { 32 } else { 64 }),
+                        k,
+                        dtype,
+                        call,
+                        op,
+                        Compression::Lossless(Lossless::Auto),
+                    );
+                    let frame_elems = got[0].2;
+                    assert!(
+                        k * frame_elems < N,
+                        "{k} ranks, {dtype:?}: one loop ({frame_elems} elements a frame)"
+                    );
+                    for (r, (_, out, _)) in got.iter().enumerate() {
+                        let first = match call {
+                            Call::ReduceScatter => r * N,
+                            Call::Reduce(root) if root != r => continue,
+                            _ => 0,
+                        };
+                        // an independent reference: i128 arithmetic wrapped to the type, the
+                        // average rounded toward zero
+                        let want: Vec<u8> = (0..N)
+                            .flat_map(|e| {
+                                let at = (first + e) * size..(first + e + 1) * size;
+                                let sum = got.iter().fold(0i128, |acc, (input, _, _)| {
+                                    acc.wrapping_add(int_value(dtype, &input[at.clone()]).wrapping_mul(factor))
+                                });
+                                let wrapped = int_value(dtype, &int_bytes(dtype, sum));
+                                int_bytes(dtype, wrapped / divisor)
+                            })
+                            .collect();
+                        assert!(
+                            out == &want,
+                            "{k} ranks, {dtype:?}, {call:?}, {op:?}: rank {r}'s output differs"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_pre_mul_sum_scalar_outside_an_integer_dtype_is_refused() {
     let got = run_sim(2, Config::sim(), |comm| {
         let mut outcomes = Vec::new();
-        for dtype in DType::ALL.into_iter().filter(|d| d.is_integer()) {
+        let refused = [
+            (DType::I32, 2.5),
+            (DType::U8, 256.0),
+            (DType::U32, -1.0),
+            (DType::I8, -129.0),
+            (DType::I64, f64::NAN),
+            (DType::U64, 1.0e20),
+        ];
+        for (dtype, scalar) in refused {
             let mut buf = comm.alloc(16 * dtype.size_bytes())?;
             buf.copy_from_host(&vec![3u8; 16 * dtype.size_bytes()])?;
-            for op in [ReduceOp::Avg.into(), Reduction::PreMulSum(2.0)] {
-                let refused = comm.all_reduce(Data::InPlace(&mut buf), 16, dtype, op, Options::default());
-                outcomes.push(matches!(refused, Err(zipcoll_host::Error::InvalidArgument(_))));
-            }
+            let op = Reduction::PreMulSum(scalar);
+            let call = comm.all_reduce(Data::InPlace(&mut buf), 16, dtype, op, Options::default());
+            outcomes.push(matches!(call, Err(zipcoll_host::Error::InvalidArgument(_))));
+            // the communicator goes on: 0x03 bytes summed over two ranks are 0x06 in every byte
             comm.all_reduce(Data::InPlace(&mut buf), 16, dtype, ReduceOp::Sum, Options::default())?;
             comm.synchronize()?;
-            // 0x03 bytes summed over two ranks: 0x06 in every byte for every width
             outcomes.push(buf.to_host()? == vec![6u8; 16 * dtype.size_bytes()]);
         }
         Ok(outcomes)
     })
     .unwrap();
     for (r, outcomes) in got.iter().enumerate() {
-        assert_eq!(outcomes.len(), 18);
+        assert_eq!(outcomes.len(), 12);
         assert!(outcomes.iter().all(|&ok| ok), "rank {r}: {outcomes:?}");
     }
 }

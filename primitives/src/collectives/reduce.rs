@@ -19,6 +19,7 @@
 //! which [`reduce_reference`] evaluates. `nranks == 1`: `dst = pre(src)`. In place (the
 //! root's `src == dst`) works. The chain's start needs no receive FIFO and the root no send FIFO.
 
+use super::post_divide;
 use super::work::Job;
 use crate::conn::Failure;
 use crate::prims::{Compression, Prims};
@@ -54,6 +55,9 @@ pub(crate) unsafe fn schedule<M: Team, T: Split, O: RedOp, E: Compression>(
                 p.recv_reduce_send(src, len)?;
             } else {
                 p.recv_reduce_copy(src, job.dst.add(s), len)?;
+            }
+            if j == k {
+                post_divide::<M, T, O>(team, job.scalar, job.dst.add(s), len);
             }
         }
     }

@@ -20,6 +20,7 @@
 //! (`dst == src + r * count`) works: block `r` of `src` is read only by the last step, which
 //! writes it.
 
+use super::post_divide;
 use super::work::Job;
 use crate::conn::Failure;
 use crate::prims::{Compression, Prims};
@@ -49,13 +50,14 @@ pub(crate) unsafe fn schedule<M: Team, T: Split, O: RedOp, E: Compression>(
         unsafe {
             if k == 1 {
                 p.copy(src(0, s), job.dst.add(s), len)?;
-                continue;
+            } else {
+                p.send(src(r + k - 1, s), len)?;
+                for j in 2..k {
+                    p.recv_reduce_send(src(r + k - j, s), len)?;
+                }
+                p.recv_reduce_copy(src(r, s), job.dst.add(s), len)?;
             }
-            p.send(src(r + k - 1, s), len)?;
-            for j in 2..k {
-                p.recv_reduce_send(src(r + k - j, s), len)?;
-            }
-            p.recv_reduce_copy(src(r, s), job.dst.add(s), len)?;
+            post_divide::<M, T, O>(team, job.scalar, job.dst.add(s), len);
         }
     }
     Ok(())

@@ -26,6 +26,7 @@
 //! (`src == dst`) works: every step reads `src` of a chunk before or as it writes `dst` of it,
 //! and `dst` of a chunk is written only once its `src` is no longer needed.
 
+use super::post_divide;
 use super::work::Job;
 use crate::conn::Failure;
 use crate::prims::{Compression, Prims};
@@ -84,9 +85,10 @@ pub(crate) unsafe fn schedule<M: Team, T: Split, O: RedOp, E: Compression>(
     for (_, base) in chunks.loops().enumerate().filter(|(l, _)| job.mine(*l)) {
         // SAFETY (every step): `chunk` gives `start + len <= count` and `len <= frame_elems`.
         unsafe {
+            let (whole, loop_len) = (base, job.count.min(base + chunks.loop_elems()) - base);
             if k == 1 {
-                let (s, len) = at(base, 0);
-                p.copy(src.add(s), dst.add(s), len)?;
+                p.copy(src.add(whole), dst.add(whole), loop_len)?;
+                post_divide::<M, T, O>(team, job.scalar, dst.add(whole), loop_len);
                 continue;
             }
             // reduce-scatter: the partial of chunk c grows by one rank per hop
@@ -106,6 +108,8 @@ pub(crate) unsafe fn schedule<M: Team, T: Split, O: RedOp, E: Compression>(
             }
             let (s, len) = at(base, rank + 1);
             p.recv(dst.add(s), len)?;
+            // the loop's result is all in `dst`
+            post_divide::<M, T, O>(team, job.scalar, dst.add(whole), loop_len);
         }
     }
     Ok(())

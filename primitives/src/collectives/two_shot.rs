@@ -40,6 +40,7 @@
 //! shards of `src` before phase 2 overwrites them in `dst`, and the accumulation reads `src` of
 //! shard `r` as it writes it.
 
+use super::post_divide;
 use super::ring_all_reduce::RingChunks;
 use super::work::Job;
 use crate::conn::{ChannelDesc, Failure};
@@ -93,6 +94,7 @@ pub(crate) unsafe fn schedule<M: Team, T: Split, O: RedOp, E: Compression>(
         unsafe {
             if k == 1 {
                 on::<M, T, O, E>(team, &ChannelDesc::NONE, op, fe)?.copy(src.add(s), dst.add(s), len)?;
+                post_divide::<M, T, O>(team, job.scalar, dst.add(s), len);
                 continue;
             }
             // phase 1: every piece straight to its owner, then accumulate our own shard
@@ -112,6 +114,9 @@ pub(crate) unsafe fn schedule<M: Team, T: Split, O: RedOp, E: Compression>(
                 let (s, len) = at(base, r + k - d);
                 on::<M, T, _, E>(team, &job.channels[d], no_pre, fe)?.recv(dst.add(s), len)?;
             }
+            // the loop's result is all in `dst`
+            let loop_len = job.count.min(base + chunks.loop_elems()) - base;
+            post_divide::<M, T, O>(team, job.scalar, dst.add(base), loop_len);
         }
     }
     Ok(())
