@@ -304,12 +304,14 @@ zcclResult_t zcclGroupEnd(void);
 
 /**
  * NCCL's `ncclRedOpCreatePreMulSum`: a reduction on `comm` for calls on `datatype` that
- * multiplies every contribution by `*scalar` (a value of `datatype`, read now from host
- * memory: `zcclScalarHostImmediate`), then sums. `zcclScalarDevice` is an invalid argument:
- * zipcoll does not read the scalar on the device when the call runs.
+ * multiplies every contribution by `*scalar` (a value of `datatype`, integers included), then
+ * sums. With `zcclScalarHostImmediate` the value is read now from host memory; with
+ * `zcclScalarDevice` `scalar` is in the device memory of `comm`'s GPU (host memory on the
+ * simulator) and each call reads the value there as it runs.
  *
  * # Safety
- * `op` is NULL or writable; `scalar` is NULL or holds one value of `datatype`; `comm` is NULL
+ * `op` is NULL or writable; `scalar` is NULL or holds one value of `datatype` (with
+ * `zcclScalarDevice`: until every call that uses the operator has completed); `comm` is NULL
  * or a live handle.
  */
 zcclResult_t zcclRedOpCreatePreMulSum(zcclRedOp_t *op,

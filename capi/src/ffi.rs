@@ -8,7 +8,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 use zipcoll_host::comm::launch::device_for_rank;
 use zipcoll_host::comm::{
-    Algorithm, CallStream, Communicator, Config, Data, DeviceBuffer, DeviceSlice, Options, Reduction, UniqueId,
+    Algorithm, CallStream, Communicator, Config, Data, DeviceBuffer, DeviceScalar, DeviceSlice, Options, Reduction,
+    UniqueId,
 };
 use zipcoll_host::{Backend, DType, Error, ReduceOp};
 
@@ -140,9 +141,9 @@ pub struct zcclComm {
     comm: Communicator,
     last_error: Mutex<String>,
     /// The PreMulSum operators created on it: entry `i` is operator `zcclNumOps + i` (its
-    /// scalar's bits, as `Reduction::PreMulSumBits` takes them, and its dtype), `None` once
+    /// reduction, with the scalar's bits or its device address, and its dtype), `None` once
     /// destroyed.
-    premul_ops: Mutex<Vec<Option<(u64, DType)>>>,
+    premul_ops: Mutex<Vec<Option<(Reduction, DType)>>>,
 }
 
 // C programs share a handle across threads (PyTorch's watchdog polls zcclCommGetAsyncError
@@ -170,7 +171,7 @@ impl zcclComm {
         let ops = self.premul_ops.lock().unwrap_or_else(|p| p.into_inner());
         let made = op_slot(o).and_then(|i| ops.get(i).copied().flatten());
         match made {
-            Some((bits, d)) if d == dtype => Ok(Reduction::PreMulSumBits(bits)),
+            Some((reduction, d)) if d == dtype => Ok(reduction),
             Some((_, d)) => Err(Error::InvalidArgument(format!(
                 "reduction {o} was created for {d:?}, this call moves {dtype:?}"
             ))),
@@ -825,12 +826,14 @@ unsafe fn call(
 }
 
 /// NCCL's `ncclRedOpCreatePreMulSum`: a reduction on `comm` for calls on `datatype` that
-/// multiplies every contribution by `*scalar` (a value of `datatype`, read now from host
-/// memory: `zcclScalarHostImmediate`), then sums. `zcclScalarDevice` is an invalid argument:
-/// zipcoll does not read the scalar on the device when the call runs.
+/// multiplies every contribution by `*scalar` (a value of `datatype`, integers included), then
+/// sums. With `zcclScalarHostImmediate` the value is read now from host memory; with
+/// `zcclScalarDevice` `scalar` is in the device memory of `comm`'s GPU (host memory on the
+/// simulator) and each call reads the value there as it runs.
 ///
 /// # Safety
-/// `op` is NULL or writable; `scalar` is NULL or holds one value of `datatype`; `comm` is NULL
+/// `op` is NULL or writable; `scalar` is NULL or holds one value of `datatype` (with
+/// `zcclScalarDevice`: until every call that uses the operator has completed); `comm` is NULL
 /// or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn zcclRedOpCreatePreMulSum(
@@ -848,19 +851,26 @@ pub unsafe extern "C" fn zcclRedOpCreatePreMulSum(
         // SAFETY: the caller's contract.
         let out = unsafe { op.as_mut() }.ok_or_else(|| null("op"))?;
         let d = dtype(datatype)?;
-        if residence != zcclScalarHostImmediate {
-            return Err(Error::InvalidArgument(format!(
-                "scalar residence {residence}: zipcoll reads the scalar from host memory once \
-                 (zcclScalarHostImmediate = {zcclScalarHostImmediate})"
-            )));
-        }
         if scalar.is_null() {
             return Err(null("scalar"));
         }
-        let mut bytes = [0u8; 8];
-        // SAFETY: the caller's contract: one value of `d` at `scalar` (any alignment).
-        unsafe { std::ptr::copy_nonoverlapping(scalar.cast::<u8>(), bytes.as_mut_ptr(), d.size_bytes()) };
-        let bits = u64::from_le_bytes(bytes);
+        let reduction = match residence {
+            zcclScalarHostImmediate => {
+                let mut bytes = [0u8; 8];
+                // SAFETY: the caller's contract: one value of `d` at `scalar` (any alignment).
+                unsafe { std::ptr::copy_nonoverlapping(scalar.cast::<u8>(), bytes.as_mut_ptr(), d.size_bytes()) };
+                Reduction::PreMulSumBits(u64::from_le_bytes(bytes))
+            }
+            // SAFETY: the caller's contract: one value of `d` at `scalar` for as long as calls
+            // use the operator; each call checks it is in the communicator's device memory.
+            zcclScalarDevice => Reduction::PreMulSumOnDevice(unsafe { DeviceScalar::new(scalar as u64) }),
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "scalar residence {other}: zcclScalarDevice ({zcclScalarDevice}) or zcclScalarHostImmediate \
+                     ({zcclScalarHostImmediate})"
+                )))
+            }
+        };
         let mut ops = c.premul_ops.lock().unwrap_or_else(|p| p.into_inner());
         let slot = match ops.iter().position(Option::is_none) {
             Some(i) => i,
@@ -873,7 +883,7 @@ pub unsafe extern "C" fn zcclRedOpCreatePreMulSum(
             .ok()
             .and_then(|i| i.checked_add(zcclNumOps))
             .ok_or_else(|| Error::InvalidArgument("too many reduction operators".into()))?;
-        ops[slot] = Some((bits, d));
+        ops[slot] = Some((reduction, d));
         Ok(())
     })
 }

@@ -8,7 +8,7 @@
 //! | `zcclGetUniqueId`, `zcclCommInitRank` | `UniqueId::new`, `Communicator::init` on `Backend::detect()` (a GPU: the rank's `% devices`) |
 //! | `zcclAllReduce`, `zcclAllGather`, `zcclReduceScatter`, `zcclReduce`, `zcclBroadcast`, `zcclSend`, `zcclRecv` | the communicator's calls on views of the caller's memory (`DeviceSlice`) |
 //! | `zcclGroupStart`, `zcclGroupEnd` | a `Group` per communicator, launched at the outermost `zcclGroupEnd` |
-//! | `zcclRedOpCreatePreMulSum`, `zcclRedOpDestroy` | `Reduction::PreMulSumBits` with the scalar (a value of the dtype, integers too) read once from host memory (`zcclScalarHostImmediate`; `zcclScalarDevice` is refused), per communicator and dtype |
+//! | `zcclRedOpCreatePreMulSum`, `zcclRedOpDestroy` | `Reduction::PreMulSumBits` with the scalar (a value of the dtype, integers too) read once from host memory (`zcclScalarHostImmediate`), or `Reduction::PreMulSumOnDevice`, read by each call as it runs (`zcclScalarDevice`), per communicator and dtype |
 //! | `zcclCommSplit`, `zcclCommFinalize`, `zcclCommDestroy`, `zcclCommAbort`, `zcclCommGetAsyncError` | `split`, `synchronize`, drop, `abort` then drop, `async_error` |
 //!
 //! Streams: a call on a GPU is ordered with its `stream` as NCCL's are (it runs after the work

@@ -1,6 +1,7 @@
 /* zcclRedOpCreatePreMulSum and zcclRedOpDestroy on the simulator: two ranks as threads. Each
  * all_reduces with a PreMulSum of 0.25 (f32, in place) and of 0.5 (bf16 scalar, out of place),
- * reduce_scatters with the f32 one, and checks every element; then each misuse must be
+ * reduce_scatters with the f32 one, all_reduces twice with a bf16 scalar in "device" memory
+ * (zcclScalarDevice) changed between the calls, and checks every element; then each misuse must be
  * zcclInvalidArgument and leave the communicator usable (a plain sum after them is right).
  * Prints "rank R: ok" per rank; exit status 0 when both are. */
 #include <stdint.h>
@@ -62,9 +63,29 @@ static void *rank_main(void *arg) {
   }
   if (wrong) FAIL("%d wrong elements", wrong);
 
+  /* a scalar in device memory (host memory on the simulator): written after the operator is
+   * made, and each call reads the value it holds then */
+  uint16_t *on_device = malloc(sizeof(uint16_t));
+  zcclRedOp_t by_device;
+  CHECK(zcclRedOpCreatePreMulSum(&by_device, on_device, zcclBfloat16, zcclScalarDevice, comm));
+  for (int round = 0; round < 2; round++) {
+    float scale = round == 0 ? 0.5f : -2.0f;
+    *on_device = bf16(scale);
+    CHECK(zcclAllReduce(h, hout, COUNT, zcclBfloat16, by_device, comm, NULL));
+    CHECK(zcclCommFinalize(comm));
+    for (int i = 0; i < COUNT; i++) {
+      float sum = 0;
+      for (int r = 0; r < NRANKS; r++) sum += value(i, r);
+      wrong += from_bf16(hout[i]) != scale * sum;
+    }
+  }
+  if (wrong) FAIL("%d wrong elements with the scalar in device memory", wrong);
+  CHECK(zcclRedOpDestroy(by_device, comm));
+  free(on_device);
+
   /* misuse: refused, and the communicator goes on */
   zcclRedOp_t unused;
-  REFUSED(zcclRedOpCreatePreMulSum(&unused, &quarter, zcclFloat32, zcclScalarDevice, comm));
+  REFUSED(zcclRedOpCreatePreMulSum(&unused, &quarter, zcclFloat32, 7, comm)); /* no such residence */
   REFUSED(zcclRedOpCreatePreMulSum(&unused, NULL, zcclFloat32, zcclScalarHostImmediate, comm));
   REFUSED(zcclAllReduce(h, h, COUNT, zcclBfloat16, by_quarter, comm, NULL)); /* made for f32 */
   REFUSED(zcclAllReduce(s, s, COUNT, zcclFloat32, by_half + 7, comm, NULL));

@@ -120,7 +120,13 @@ pub fn collective(c: CollRef, dtype: DType, op: impl Into<Reduction>, inputs: &[
     if matches!(c, CollRef::ReduceScatter { .. } | CollRef::AllToAll { .. }) && first.len() % (k * size) != 0 {
         return Err(Error::InvalidArgument(format!("inputs are not {k} equal blocks")));
     }
-    let (kernel_op, scalar) = op.kernel(dtype, k)?;
+    let kernel = op.kernel(dtype, k)?;
+    if kernel.scalar_at.is_some() {
+        return Err(Error::InvalidArgument(
+            "the reference takes a scalar's value (PreMulSumBits), not its place in device memory".into(),
+        ));
+    }
+    let (kernel_op, scalar) = (kernel.op, kernel.scalar);
     Ok(dispatch!(dtype, kernel_op, |T, O| collective_typed::<T, O>(
         scalar, c, inputs
     )))

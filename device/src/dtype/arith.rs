@@ -108,6 +108,10 @@ macro_rules! f32_arith {
             let s = f32::from_bits(scalar as u32);
             $crate::dtype::arith::round_to::<Self>(<Self as $crate::dtype::F32Exact>::to_f32(x) * s)
         }
+        #[inline(always)]
+        fn scalar_of(x: Self::Bits) -> u64 {
+            u64::from(<Self as $crate::dtype::F32Exact>::to_f32(x).to_bits())
+        }
     };
 }
 pub(super) use f32_arith;

@@ -58,6 +58,10 @@ impl Elem for F64 {
     fn scale(x: u64, scalar: u64) -> u64 {
         native(x, scalar, |x, s| x * s)
     }
+    #[inline(always)]
+    fn scalar_of(x: u64) -> u64 {
+        x
+    }
 }
 
 /// Bits 54..0: the raw part's bits below the sign.

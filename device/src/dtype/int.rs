@@ -46,6 +46,11 @@ macro_rules! int_elem {
                 x.wrapping_mul(scalar as $bits)
             }
             #[inline(always)]
+            fn scalar_of(x: $bits) -> u64 {
+                // sign-extended through i64 for the signed types (bits for u64)
+                (x as $native) as i64 as u64
+            }
+            #[inline(always)]
             fn div_toward_zero(x: $bits, divisor: u64) -> $bits {
                 if divisor == 0 {
                     return x;

@@ -183,22 +183,25 @@ impl DType {
 
     /// The operator scalar of the element whose storage word is the low
     /// [`DType::size_bytes`] bytes of `bits` (NCCL's PreMulSum takes its scalar as a value of
-    /// the call's dtype): [`DType::scalar_bits`] of the float's value, the integer's bits
-    /// sign-extended for signed types. Exact for every dtype.
+    /// the call's dtype): [`Elem::scalar_of`], as the kernels compute it from a scalar in
+    /// device memory. Exact for every dtype (a NaN's payload kept).
     pub fn scalar_of_value(self, bits: u64) -> u64 {
-        let width = 8 * self.size_bytes() as u32;
-        let low = if width == 64 {
-            bits
-        } else {
-            bits & ((1u64 << width) - 1)
-        };
-        match (self.float_value(low), self) {
-            (Some(v), _) => self.scalar_bits(v).unwrap_or(low),
-            (None, DType::I8 | DType::I32 | DType::I64) => {
-                let shift = 64 - width;
-                (((low << shift) as i64) >> shift) as u64
-            }
-            (None, _) => low,
+        fn of<T: Elem>(bits: u64) -> u64 {
+            T::scalar_of(T::Bits::from_bits64(bits))
+        }
+        match self {
+            DType::Bf16 => of::<Bf16>(bits),
+            DType::F16 => of::<F16>(bits),
+            DType::F32 => of::<F32>(bits),
+            DType::F8E4M3 => of::<F8E4M3>(bits),
+            DType::F8E5M2 => of::<F8E5M2>(bits),
+            DType::F64 => of::<F64>(bits),
+            DType::I8 => of::<I8>(bits),
+            DType::U8 => of::<U8>(bits),
+            DType::I32 => of::<I32>(bits),
+            DType::U32 => of::<U32>(bits),
+            DType::I64 => of::<I64>(bits),
+            DType::U64 => of::<U64>(bits),
         }
     }
 
@@ -248,6 +251,10 @@ pub trait Elem: Copy + 'static {
     /// `x` times the operator scalar whose bits are `scalar` ([`DType::scalar_bits`]: f32 bits
     /// for the types reduced through f32, f64 bits for f64, the integer's bits for integers).
     fn scale(x: Self::Bits, scalar: u64) -> Self::Bits;
+    /// The operator scalar ([`Elem::scale`]'s) of the value `x`: its f32 bits for the types
+    /// reduced through f32, its bits for f64, sign- or zero-extended for integers (what a
+    /// kernel makes of a scalar in device memory; [`DType::scalar_of_value`] on the host).
+    fn scalar_of(x: Self::Bits) -> u64;
     /// NCCL's SumPostDiv post-operation, which averages integers: `x / divisor` rounded toward
     /// zero (signed types as NCCL computes it, `-((-x) / divisor)` in the unsigned word for
     /// negative `x`, so `MIN / 1` stays `MIN`), `x` for a zero divisor. Float types average

@@ -311,6 +311,9 @@ fn integer_pre_mul_sum_scalars() {
         i64::MIN as u64 + 12345
     );
     assert_eq!(DType::Bf16.scalar_of_value(0x3F80), u64::from(1.0f32.to_bits()));
+    // a signaling NaN's payload is kept (as the kernel widens it), not quieted through f64
+    assert_eq!(DType::Bf16.scalar_of_value(0x7FA8), 0x7FA8_0000);
+    assert_eq!(DType::F8E4M3.scalar_of_value(0x38), u64::from(1.0f32.to_bits()));
     assert_eq!(DType::F64.scalar_of_value(2.5f64.to_bits()), 2.5f64.to_bits());
     // the product wraps in the type whatever the scalar's high bits
     let minus_one = DType::I32.scalar_of_value(u64::from(u32::MAX));

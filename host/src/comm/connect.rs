@@ -768,6 +768,25 @@ impl Links {
         Ok(())
     }
 
+    /// Checks that a scalar the kernels read lies where they can read it: not null, and on a
+    /// GPU in this communicator's device memory (the simulator cannot tell host addresses
+    /// apart).
+    pub fn check_scalar(&self, at: super::DeviceScalar) -> Result<()> {
+        if at.ptr() == 0 {
+            return Err(Error::InvalidArgument("a PreMulSum scalar at device address 0".into()));
+        }
+        if let Engine::Cuda { gpu, .. } = &self.engine {
+            let on = crate::cuda_mem::device_of(gpu.context(), at.ptr())?;
+            let mine = gpu.context().ordinal();
+            if usize::try_from(on).ok() != Some(mine) {
+                return Err(Error::InvalidArgument(format!(
+                    "a PreMulSum scalar in memory of CUDA device {on} passed to a communicator of device {mine}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Copies `len` bytes from `src` to `dst` in this rank's memory, in call order: the
     /// simulator now (its calls ran at enqueue), a GPU on the communicator's stream after the
     /// calls enqueued before.

@@ -83,7 +83,8 @@ pub use bootstrap::{Bootstrap, UniqueId};
 pub use buffer::{DeviceBuffer, DeviceSlice};
 pub use config::{Compression, Config, Lossless, TransportKind};
 pub use inflight::CallTime;
-pub use reduction::Reduction;
+use reduction::KernelReduction;
+pub use reduction::{DeviceScalar, Reduction};
 
 use crate::backend::Backend;
 use crate::dispatch::dispatch_dtype;
@@ -978,7 +979,14 @@ impl Communicator {
         if root >= k {
             return Err(Error::InvalidArgument(format!("root {root} of {k} ranks")));
         }
-        let (kernel_op, scalar) = op.kernel(dtype, k)?;
+        let KernelReduction {
+            op: kernel_op,
+            scalar,
+            scalar_at,
+        } = op.kernel(dtype, k)?;
+        if let Some(at) = scalar_at {
+            self.links.check_scalar(at)?;
+        }
         let total = count
             .checked_mul(k)
             .and_then(|t| t.checked_mul(size))
@@ -1055,6 +1063,7 @@ impl Communicator {
             dtype,
             op: kernel_op,
             scalar,
+            scalar_at: scalar_at.map_or(core::ptr::null(), |at| at.ptr() as *const u8),
             root,
             n: in_bytes / size.max(1),
         })
@@ -1078,6 +1087,7 @@ impl Communicator {
                     count: c.count as u64,
                     frame_elems: fe as u64,
                     scalar: c.scalar,
+                    scalar_at: c.scalar_at,
                 };
                 Plan::collective(fabric, args)
             },
@@ -1198,6 +1208,8 @@ struct Prepared {
     op: ReduceOp,
     /// The descriptor's scalar for it ([`Reduction::kernel`]).
     scalar: u64,
+    /// Null, or where the kernels read the scalar ([`Reduction::kernel`]).
+    scalar_at: *const u8,
     root: usize,
     /// Input elements (what Auto samples).
     n: usize,

@@ -89,8 +89,10 @@ pub(crate) struct CollArgs {
     pub dst: *mut u8,
     pub count: u64,
     pub frame_elems: u64,
-    /// The bits of Avg's factor (the work descriptor's `scalar`).
+    /// The operator's scalar (the work descriptor's `scalar`).
     pub scalar: u64,
+    /// Null, or where the scalar's value lies in device memory (the descriptor's `scalar_at`).
+    pub scalar_at: *const u8,
 }
 
 impl Plan {
@@ -127,6 +129,7 @@ impl Plan {
             channels: channel as *const ChannelDesc,
             status: core::ptr::null_mut(),
             scalar: a.scalar,
+            scalar_at: a.scalar_at,
         }
     }
 
@@ -169,6 +172,7 @@ impl Plan {
                         count: op.count,
                         frame_elems: frame_elems(op.count),
                         scalar: 0,
+                        scalar_at: core::ptr::null(),
                     };
                     plan.works.push(Self::work(f, &a, p, channel));
                 }

@@ -8,8 +8,10 @@
 //! | `integers_average_and_pre_mul_sum_as_nccl` | 2, 3, 5 and 8 ranks, every integer dtype, small frames (several loops per call), one-warp and block channels: Avg (the wrapped sum divided by `nranks` toward zero, NCCL's SumPostDiv), PreMulSum(-3) (3 unsigned) and PreMulSumBits with bits no f64 holds, over ring and two-shot all_reduce, reduce_scatter and reduce; inputs with MIN, MAX, -1, 0, 1 and random words | equal to i128 arithmetic wrapped to the type |
 //! | `a_pre_mul_sum_scalar_outside_an_integer_dtype_is_refused` | a fraction, out of range either way, NaN | `InvalidArgument`; the communicator then runs a sum |
 //! | `a_group_applies_each_calls_own_scalar` | two all_reduces with different scalars in one group |
+//! | `a_scalar_in_device_memory_is_read_as_the_call_runs` | `PreMulSumOnDevice` on 3 ranks (f32, bf16, f64, i64, u8), the value rewritten between calls | each call's bits equal `PreMulSumBits` of the value written before it, and the two values differ |
+//! | `a_scalar_at_address_zero_is_refused` | `DeviceScalar` at 0 | `InvalidArgument`; the communicator then runs a sum |
 
-use zipcoll_host::comm::{run_sim, Algorithm, Compression, Config, Data, Lossless, Options, Reduction};
+use zipcoll_host::comm::{run_sim, Algorithm, Compression, Config, Data, DeviceScalar, Lossless, Options, Reduction};
 use zipcoll_host::reference::{self, CollRef};
 use zipcoll_host::{testdata, DType, ReduceOp};
 
@@ -292,5 +294,77 @@ fn a_pre_mul_sum_scalar_outside_an_integer_dtype_is_refused() {
     for (r, outcomes) in got.iter().enumerate() {
         assert_eq!(outcomes.len(), 12);
         assert!(outcomes.iter().all(|&ok| ok), "rank {r}: {outcomes:?}");
+    }
+}
+
+#[test]
+fn a_scalar_in_device_memory_is_read_as_the_call_runs() {
+    // (dtype, the scalar's two values as bits: each call must use the one written before it)
+    let cases = [
+        (DType::F32, [0.25f32.to_bits() as u64, (-3.5f32).to_bits() as u64]),
+        (DType::Bf16, [0x3F00, 0xC040]),
+        (DType::F64, [0.1f64.to_bits(), (-1.0e300f64).to_bits()]),
+        (DType::I64, [i64::MIN as u64 + 12345, 7]),
+        (DType::U8, [3, 255]),
+    ];
+    for (dtype, values) in cases {
+        let size = dtype.size_bytes();
+        let got = run_sim(3, Config::sim(), |comm| {
+            let input = testdata::elements(dtype, N, 40 + comm.rank() as u64);
+            // the simulator's device memory is this process's
+            let mut scalar = vec![0u8; size];
+            // SAFETY: `scalar` holds one value of `dtype` and outlives the calls (each is
+            // synchronized before the next write).
+            let at = unsafe { DeviceScalar::new(scalar.as_mut_ptr() as u64) };
+            let mut outputs = Vec::new();
+            for bits in values {
+                scalar.copy_from_slice(&bits.to_le_bytes()[..size]);
+                for op in [Reduction::PreMulSumOnDevice(at), Reduction::PreMulSumBits(bits)] {
+                    let mut buf = comm.alloc(N * size)?;
+                    buf.copy_from_host(&input)?;
+                    comm.all_reduce(Data::InPlace(&mut buf), N, dtype, op, Options::default())?;
+                    comm.synchronize()?;
+                    outputs.push(buf.to_host()?);
+                }
+            }
+            Ok(outputs)
+        })
+        .unwrap();
+        for (r, outputs) in got.iter().enumerate() {
+            assert_eq!(outputs[0], outputs[1], "{dtype:?} rank {r}: the first value");
+            assert_eq!(outputs[2], outputs[3], "{dtype:?} rank {r}: the second value");
+            assert_ne!(
+                outputs[0], outputs[2],
+                "{dtype:?} rank {r}: both values gave one result"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_scalar_at_address_zero_is_refused() {
+    let got = run_sim(2, Config::sim(), |comm| {
+        let mut buf = comm.alloc(16 * 4)?;
+        buf.copy_from_host(&[1u8; 64])?;
+        // SAFETY: never read: the call refuses address 0 before it enqueues anything.
+        let op = Reduction::PreMulSumOnDevice(unsafe { DeviceScalar::new(0) });
+        let refused = comm.all_reduce(Data::InPlace(&mut buf), 16, DType::F32, op, Options::default());
+        comm.all_reduce(
+            Data::InPlace(&mut buf),
+            16,
+            DType::I32,
+            ReduceOp::Sum,
+            Options::default(),
+        )?;
+        comm.synchronize()?;
+        Ok((
+            matches!(refused, Err(zipcoll_host::Error::InvalidArgument(_))),
+            buf.to_host()?,
+        ))
+    })
+    .unwrap();
+    for (refused, sum) in got {
+        assert!(refused);
+        assert_eq!(sum, [2u8; 64]);
     }
 }

@@ -18,7 +18,8 @@
 //! | 52     | 4    | `nparts`       | warps sharing the collective, `>= 1`                        |
 //! | 56     | 8    | `channels`     | `*const ChannelDesc`: [`Coll::channels`]`(nranks)` entries   |
 //! | 64     | 8    | `status`       | `*mut u32`: this warp's [`crate::conn::STATUS_WORDS`]-word status record (may be null) |
-//! | 72     | 8    | `scalar`       | the bits of Avg's factor of every contribution ([`zipcoll_device::reduce::RedOp::scaled`], [`zipcoll_device::dtype::DType::scalar_bits`]: f32 bits for the types reduced through f32, f64 bits for f64): `1 / nranks` for an average, the caller's scalar for PreMulSum; the other operators ignore it |
+//! | 72     | 8    | `scalar`       | the operator's scalar: for Avg the bits of the factor of every contribution ([`zipcoll_device::reduce::RedOp::scaled`], [`zipcoll_device::dtype::DType::scalar_bits`]: f32 bits for the types reduced through f32, f64 bits for f64, the integer's bits): `1 / nranks` for an average, the caller's scalar for PreMulSum; for an integer Sum the divisor of the result ([`zipcoll_device::reduce::post_divisor`], NCCL's SumPostDiv: `nranks` for an integer average, 1 for none); the other operators ignore it |
+//! | 80     | 8    | `scalar_at`    | `*const u8`: null, or one element of the dtype in device memory whose value is the scalar instead ([`zipcoll_device::dtype::Elem::scalar_of`]), read when the work starts (NCCL's `ncclScalarDevice`) |
 //!
 //! `count` and the buffers, NCCL's conventions (`k = nranks`, `r = rank`):
 //!
@@ -169,11 +170,13 @@ pub struct WorkDesc {
     pub channels: *const ChannelDesc,
     /// This warp's status record.
     pub status: *mut u32,
-    /// The bits of Avg's factor of every contribution (`1 / nranks` for an average).
+    /// The operator's scalar (Avg's factor, an integer Sum's divisor).
     pub scalar: u64,
+    /// Null, or where the dtype's value that is the scalar lies, read when the work starts.
+    pub scalar_at: *const u8,
 }
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(core::mem::size_of::<WorkDesc>() == 80);
+const _: () = assert!(core::mem::size_of::<WorkDesc>() == 88);
 
 /// A validated [`WorkDesc`], typed: what the schedules run.
 pub struct Job<'a, T: Split> {
@@ -199,7 +202,7 @@ pub struct Job<'a, T: Split> {
     pub nparts: usize,
     /// The channels ([`Coll::channels`] entries; empty when `nranks == 1`).
     pub channels: &'a [ChannelDesc],
-    /// The bits of Avg's factor ([`WorkDesc::scalar`]).
+    /// The operator's scalar ([`WorkDesc::scalar`], or the value at [`WorkDesc::scalar_at`]).
     pub scalar: u64,
 }
 
@@ -254,7 +257,8 @@ fn overlap(a: usize, alen: usize, b: usize, blen: usize) -> bool {
 ///
 /// # Safety
 /// When `nranks > 1`, `work.channels` (if not null) points at [`Coll::channels`] live
-/// descriptors that outlive the result.
+/// descriptors that outlive the result; `work.scalar_at` (if not null) points at one readable
+/// element of `T`.
 pub unsafe fn validate<'a, T: Split>(work: &'a WorkDesc) -> Result<Option<Job<'a, T>>, Failure> {
     let Some(coll) = Coll::from_u32(work.coll) else {
         return config(ConnError::UnknownColl(work.coll));
@@ -313,6 +317,13 @@ pub unsafe fn validate<'a, T: Split>(work: &'a WorkDesc) -> Result<Option<Job<'a
     if k > 1 && work.channels.is_null() {
         return config(ConnError::NoChannels);
     }
+    // a scalar in device memory is the value there as this work starts
+    let scalar = if work.scalar_at.is_null() {
+        work.scalar
+    } else {
+        // SAFETY: non-null: one element of `T` (the caller's contract), read at any alignment.
+        T::scalar_of(unsafe { work.scalar_at.cast::<T::Bits>().read_unaligned() })
+    };
     let channels = if k > 1 {
         // SAFETY: non-null and pointing at `Coll::channels(nranks)` live descriptors (the
         // caller's contract).
@@ -332,7 +343,7 @@ pub unsafe fn validate<'a, T: Split>(work: &'a WorkDesc) -> Result<Option<Job<'a
         part: work.part as usize,
         nparts: work.nparts as usize,
         channels,
-        scalar: work.scalar,
+        scalar,
     }))
 }
 
@@ -348,7 +359,8 @@ pub unsafe fn validate<'a, T: Split>(work: &'a WorkDesc) -> Result<Option<Job<'a
 /// and `dst` for the writes of its collective, the channels as [`crate::conn`]'s tables say
 /// (staging buffers aligned for `T::Bits`) leading to the ranks the channel table says, whose
 /// partner warps run matching descriptors (same `coll`, `nranks`, `count`, `frame_elems`,
-/// `nparts`, root, and `T`, `O`); this warp is the only user of its channels.
+/// `nparts`, root, and `T`, `O`); this warp is the only user of its channels; `scalar_at` is
+/// null or points at one readable element of `T`.
 pub unsafe fn run_work<M: Team, T: Split, O: RedOp, E: Compression>(team: M, work: &WorkDesc) -> Result<(), Failure> {
     // SAFETY: forwarded to the caller.
     let result = unsafe { run_unreported::<M, T, O, E>(team, core::slice::from_ref(work)) };

@@ -262,6 +262,7 @@ impl Net {
             },
             status: status[0].as_ptr(),
             scalar: u64::from((1.0 / self.nranks as f32).to_bits()),
+            scalar_at: std::ptr::null(),
         };
         arena.stages.push(stage);
         arena.stages.push(frame_stage);
