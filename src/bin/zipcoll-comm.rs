@@ -117,9 +117,9 @@ enum Cmd {
     #[command(after_help = common::EXIT_STATUSES)]
     Resident,
     /// Init/abort cycles: a communicator, an all_reduce that rank 1 abandons with `abort()`,
-    /// the drop; in the last cycle each rank's open files and threads must be where they were
-    /// in the second, its resident memory and the GPU's free memory within 64 MiB. Needs at
-    /// least 2 ranks.
+    /// the drop; in the last cycle each rank's open files and threads must not be above where
+    /// they were in the second, its resident memory and the GPU's free memory within 64 MiB.
+    /// Needs at least 2 ranks.
     #[command(after_help = common::EXIT_STATUSES)]
     Cycles {
         /// Cycles, at least 1.

@@ -43,7 +43,6 @@ pub use reduce::reduce_reference;
 pub use reduce_scatter::reduce_scatter_reference;
 pub use ring_all_reduce::{ring_all_reduce_reference, RingChunks};
 pub use two_shot::two_shot_all_reduce_reference;
-
 pub(crate) use work::report_first;
 pub use work::{pieces, run_work, run_works, validate, Coll, Job, WorkDesc};
 

@@ -138,9 +138,11 @@ fn next_id(comm: &Communicator) -> Result<UniqueId, Error> {
 /// The cycles check on one rank: `cycles` times a communicator (the first is the launcher's),
 /// the next cycle's id broadcast, an all_reduce that rank 1 abandons with `abort()`, and the
 /// drop. Every all_reduce of rank 0 must fail (a typed error), and in the last cycle each
-/// rank's open files and threads must be where they were in the second, its resident memory and
-/// the device's free memory within 64 MiB (both ranks measure at the same point of a cycle:
-/// with a communicator initialized, after the next id's broadcast).
+/// rank's open files and threads must not be above where they were in the second (a leak per
+/// cycle adds up; fewer is a thread of the first cycle that a loaded machine had not yet
+/// removed from /proc when the second measured), its resident memory and the device's free
+/// memory within 64 MiB (both ranks measure at the same point of a cycle: with a communicator
+/// initialized, after the next id's broadcast).
 pub fn cycles(comm: Communicator, cycles: u32) -> Result<bool, Error> {
     let (rank, nranks, backend, config) = (comm.rank(), comm.nranks(), comm.backend(), comm.config().clone());
     let start = Instant::now();
@@ -198,8 +200,8 @@ pub fn cycles(comm: Communicator, cycles: u32) -> Result<bool, Error> {
     let mib = |kib: u64| kib as f64 / 1024.0;
     let close = |x: u64, y: u64, tolerance: u64| x.abs_diff(y) <= tolerance;
     let ok = missed == 0
-        && a.fds == b.fds
-        && a.threads == b.threads
+        && b.fds <= a.fds
+        && b.threads <= a.threads
         && close(a.rss_kib, b.rss_kib, 64 << 10)
         && match (a.device_free, b.device_free) {
             (Some(x), Some(y)) => close(x, y, 64 << 20),

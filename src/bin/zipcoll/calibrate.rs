@@ -8,8 +8,8 @@
 //! | 1    | RAW send/recv (each rank to the next) at the two `--sizes`: bandwidth and latency, the line through the two times |
 //! | 2    | each of `--codecs` forced at the larger size: one channel's encode and decode rates with which the pipeline model predicts that time |
 //!
-//! Times are the slowest rank's median of `-n` calls, each timed alone after one warm-up call;
-//! the data is bf16 N(0,1).
+//! Times are the slowest rank's median of `-n` calls, each timed alone after one warm-up call
+//! (the two sizes of step 1 in alternation); the data is bf16 N(0,1).
 //! Rank 0 writes the file and prints it.
 //!
 //! ```sh
@@ -115,8 +115,8 @@ fn on_rank(comm: Communicator, args: &CalibrateArgs, (small, large): (u64, u64))
     src.copy_from_host(&testdata::normal(dtype, count, 1000 + comm.rank() as u64))?;
     let mut dst = comm.alloc(large as usize)?;
     let off = Compression::Off;
-    let t_small = timed(&comm, args, count_small, &src, &mut dst, off)?.0;
-    let (t_large, raw_wire) = timed(&comm, args, count, &src, &mut dst, off)?;
+    let raw = timed(&comm, args, &[count_small, count], &src, &mut dst, off)?;
+    let ((t_small, _), (t_large, raw_wire)) = (raw[0], raw[1]);
     let (bandwidth, latency) = fit_link((small, t_small), (large, t_large)).ok_or_else(|| {
         Error::InvalidArgument(format!(
             "RAW send/recv of {large} bytes ({t_large:.6} s) was not slower than of {small} ({t_small:.6} s): give --sizes further apart"
@@ -139,11 +139,11 @@ fn on_rank(comm: Communicator, args: &CalibrateArgs, (small, large): (u64, u64))
         let (seconds, wire) = timed(
             &comm,
             args,
-            count,
+            &[count],
             &src,
             &mut dst,
             Compression::Lossless(Lossless::Force(codec)),
-        )?;
+        )?[0];
         // NET counts the bytes on the wire; elsewhere the sample's prediction stands in
         let wire_bytes = match (wire, raw_wire) {
             (Some(w), Some(r)) if r > 0 => (large as f64 * w as f64 / r as f64) as u64,
@@ -185,45 +185,59 @@ fn transport_name(kind: TransportKind) -> &'static str {
     }
 }
 
-/// The slowest rank's median seconds per send/recv (each rank to the next) of `count` bf16 with
-/// `compression`, over `args.iters` calls after one warm-up; and this rank's bytes on the wire per
-/// call where the transport counts them.
+/// Per count of `counts`: the slowest rank's median seconds per send/recv (each rank to the
+/// next) of that many bf16 with `compression`, and this rank's bytes on the wire per call where
+/// the transport counts them. One warm-up call per count, then `args.iters` rounds that each
+/// time one call of every count, so that a machine busy with other work slows every count
+/// alike (a count timed after another would meet a different load).
 fn timed(
     comm: &Communicator,
     args: &CalibrateArgs,
-    count: usize,
+    counts: &[usize],
     src: &DeviceBuffer,
     dst: &mut DeviceBuffer,
     compression: Compression,
-) -> Result<(f64, Option<u64>), Error> {
+) -> Result<Vec<(f64, Option<u64>)>, Error> {
     let (rank, k) = (comm.rank(), comm.nranks());
     let opts = Options {
         compression: Some(compression),
         ..Options::default()
     };
-    let call = |dst: &mut DeviceBuffer| -> Result<(), Error> {
+    let call = |dst: &mut DeviceBuffer, count: usize| -> Result<(), Error> {
         let mut g = comm.group();
         g.send(src, count, DType::Bf16, (rank + 1) % k)?;
         g.recv(dst, count, DType::Bf16, (rank + k - 1) % k)?;
         g.launch(opts)
     };
-    call(dst)?;
+    for &count in counts {
+        call(dst, count)?;
+    }
     comm.synchronize()?;
     comm.barrier()?;
-    let before = comm.wire_bytes_sent();
-    // each call timed alone: the median shrugs off a call that another process slowed down
-    let mut seconds = Vec::with_capacity(args.iters as usize);
+    let mut seconds = vec![Vec::with_capacity(args.iters as usize); counts.len()];
+    let mut wire = vec![Some(0u64); counts.len()];
     for _ in 0..args.iters {
-        let start = Instant::now();
-        call(dst)?;
-        comm.synchronize()?;
-        seconds.push(start.elapsed().as_secs_f64());
+        for (j, &count) in counts.iter().enumerate() {
+            let (before, start) = (comm.wire_bytes_sent(), Instant::now());
+            call(dst, count)?;
+            comm.synchronize()?;
+            seconds[j].push(start.elapsed().as_secs_f64());
+            let sent = before.zip(comm.wire_bytes_sent()).map(|(b, a)| a - b);
+            wire[j] = wire[j].zip(sent).map(|(w, s)| w + s);
+        }
     }
-    seconds.sort_by(f64::total_cmp);
-    let mine = seconds[seconds.len() / 2];
-    let wire = before
-        .zip(comm.wire_bytes_sent())
-        .map(|(b, a)| (a - b) / u64::from(args.iters));
-    let slowest = across_ranks(comm, &[mine], ReduceOp::Max)?[0];
-    Ok((slowest, wire))
+    // the median shrugs off a call that another process slowed down
+    let mine: Vec<f64> = seconds
+        .iter_mut()
+        .map(|s| {
+            s.sort_by(f64::total_cmp);
+            s[s.len() / 2]
+        })
+        .collect();
+    let slowest = across_ranks(comm, &mine, ReduceOp::Max)?;
+    Ok(slowest
+        .into_iter()
+        .zip(wire)
+        .map(|(t, w)| (t, w.map(|w| w / u64::from(args.iters))))
+        .collect())
 }
