@@ -7,11 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export ZIPCOLL_GPU_ARCHS=${ZIPCOLL_GPU_ARCHS:-sm_90}
 cargo build --release --locked --example reduce_copy --example all_reduce --bin zipcoll-bench --bin zipcoll --bin zipcoll-comm --bin zipcoll-perf
-# the NCCL drop-in (libnccl.so), for the torch_nccl step
-cargo build --release --locked -p zipcoll-nccl
+# the NCCL drop-in (libnccl.so), for the torch_nccl step; the C ABI (libzipcoll.so), for capi_example
+cargo build --release --locked -p zipcoll-nccl -p zipcoll-capi
 rm -rf .gpu && mkdir -p .gpu/bin
 T=${CARGO_TARGET_DIR:-target}
-for b in $T/release/examples/reduce_copy $T/release/examples/all_reduce $T/release/zipcoll-bench $T/release/zipcoll $T/release/zipcoll-comm $T/release/zipcoll-perf $T/release/libnccl.so; do
+for b in $T/release/examples/reduce_copy $T/release/examples/all_reduce $T/release/zipcoll-bench $T/release/zipcoll $T/release/zipcoll-comm $T/release/zipcoll-perf $T/release/libnccl.so $T/release/libzipcoll.so; do
   strip -o ".gpu/bin/$(basename "$b")" "$b"
 done
 # The host's GPU-only tests, run by gpu-run.sh's gpu_tests step with ZIPCOLL_REQUIRE_GPU=1.

@@ -26,6 +26,10 @@
 # | gpu_tests   | the host's GPU-only tests (.gpu/tests, from gpu-pack.sh) with ZIPCOLL_REQUIRE_GPU=1: they fail, not skip, if the GPU path breaks |
 # | race_sync   | compute-sanitizer racecheck and synccheck on the all_reduce example (COMM_RANKS ranks, small) and on the codec crosscheck (small) |
 # | p2p_faults  | over P2P: `zipcoll-comm kill` (rank 1's process exits mid-collective), `zipcoll-comm abort` (rank 1 calls abort(): the others fail within 1 s naming it, the timeout 60 s), `zipcoll-comm resident` (4 ranks x 256 channels: a group of 1536 warps, refused or run right) and Auto's transport with CUDA_VISIBLE_DEVICES=0 in every rank |
+# | graph       | `zipcoll-comm graph` over P2P and NET (COMM_RANKS ranks, default 2): all_reduce, all_gather and a ring shift captured into a CUDA graph on the caller's stream, replayed with new inputs between uncaptured calls, compression off, expans and auto |
+# | capi_example | capi/examples/all_reduce.c compiled by gcc with -DZCCL_EXAMPLE_CUDA (device buffers, a stream per rank; its 3 ranks are threads of one process on the GPUs) against .gpu/bin/libzipcoll.so |
+# | premulsum   | `zipcoll-comm premulsum` over P2P (COMM_RANKS ranks, default 2): PreMulSum with the scalar by value and in device memory, every dtype, against the reference bit for bit |
+# | dtypes      | `zipcoll-comm check --quick` over P2P (COMM_RANKS ranks, default 2) of the uncoded dtypes (i8 u8 i32 u32 i64 u64 f64) with every op, integer avg included, compression off and auto |
 # | p2p_cycles  | over P2P: `zipcoll-comm cycles` (CYCLES, default 1000, init/abort cycles; open files, threads, resident memory and cuMemGetInfo before and after) |
 #
 # COMM_RANKS=2 runs the comm steps with two ranks (on one GPU: P2P over CUDA IPC within the
@@ -178,6 +182,19 @@ for step in $STEPS; do
       run p2p_abort .gpu/bin/zipcoll-comm abort --transport p2p --timeout-ms 60000 --ranks ${COMM_RANKS:-2}
       run p2p_resident env ZIPCOLL_CHANNELS=256 ZIPCOLL_BUFFER_BYTES=64K .gpu/bin/zipcoll-comm resident --transport p2p --ranks 4
       run auto_visible env CUDA_VISIBLE_DEVICES=0 .gpu/bin/zipcoll-comm bench --sizes 1M --iters 2 --ranks 2 ;;
+    graph)
+      for t in p2p net; do
+        run graph_$t .gpu/bin/zipcoll-comm graph --transport $t --ranks ${COMM_RANKS:-2} --replays ${GRAPH_REPLAYS:-20}
+      done ;;
+    capi_example)
+      CUDA=${CUDA_HOME:-/usr/local/cuda}; B=/tmp/zipcoll-capi; mkdir -p $B
+      run capi_example_build gcc -std=c11 -Wall -Wextra -Werror -DZCCL_EXAMPLE_CUDA -Icapi/include -I$CUDA/include \
+        capi/examples/all_reduce.c -L.gpu/bin -lzipcoll -L$CUDA/lib64 -lcudart -lpthread -o $B/all_reduce
+      run capi_example env LD_LIBRARY_PATH="$PWD/.gpu/bin:$CUDA/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" $B/all_reduce ;;
+    premulsum) run premulsum .gpu/bin/zipcoll-comm premulsum --transport p2p --ranks ${COMM_RANKS:-2} ;;
+    dtypes)
+      run dtypes .gpu/bin/zipcoll-comm check --transport p2p --ranks ${COMM_RANKS:-2} --quick \
+        --dtype i8,u8,i32,u32,i64,u64,f64 --op sum,prod,min,max,avg --compression off,auto ;;
     p2p_cycles)
       run p2p_cycles .gpu/bin/zipcoll-comm cycles --transport p2p --cycles ${CYCLES:-1000} --timeout-ms 10000 --ranks ${COMM_RANKS:-2} ;;
     gpu_tests)

@@ -1,12 +1,20 @@
-/* zipcoll's C ABI on the simulator (no GPU): three ranks as threads of one process; each
- * all_reduces a float buffer in place, then passes a buffer to the next rank with a grouped
- * send and receive, and checks both results. On a GPU the buffers would be device memory
- * (cudaMalloc), as with NCCL. Exit status 0 when every rank's results are right. */
+/* zipcoll's C ABI: three ranks as threads of one process; each all_reduces a float buffer in
+ * place, then passes a buffer to the next rank with a grouped send and receive, and checks both
+ * results. Exit status 0 when every rank's results are right.
+ *
+ * As it stands it runs on the simulator (host memory, no stream), as the test command does.
+ * Compiled with -DZCCL_EXAMPLE_CUDA (and linked with -lcudart) the same program runs on a GPU
+ * as an NCCL program would: each rank's buffers are device memory (cudaMalloc) and its calls
+ * are ordered on a CUDA stream of its own; the ranks share the GPUs round-robin. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "zipcoll.h"
+
+#ifdef ZCCL_EXAMPLE_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #define NRANKS 3
 #define COUNT 5000
@@ -25,24 +33,57 @@ static zcclUniqueId id;
 
 static float value(int i, int rank) { return (float)(i % 100 + 10 * rank); }
 
+#ifdef ZCCL_EXAMPLE_CUDA
+#define CUDA_CHECK(call)                                                                    \
+  do {                                                                                      \
+    cudaError_t e_ = (call);                                                                \
+    if (e_ != cudaSuccess) {                                                                \
+      fprintf(stderr, "rank %d: %s: %s\n", rank, #call, cudaGetErrorString(e_));            \
+      return (void *)1;                                                                     \
+    }                                                                                       \
+  } while (0)
+#endif
+
 static void *rank_main(void *arg) {
   int rank = (int)(long)arg, n = 0, me = -1;
   zcclComm_t comm = NULL;
+  size_t bytes = COUNT * sizeof(float);
+  float *sum = malloc(bytes);
+  float *mine = malloc(bytes);
+  float *prev = malloc(bytes);
+  for (int i = 0; i < COUNT; i++) sum[i] = mine[i] = value(i, rank);
+#ifdef ZCCL_EXAMPLE_CUDA
+  /* the rank's GPU is current on its thread when it initializes, as NCCL expects */
+  int devices = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&devices));
+  CUDA_CHECK(cudaSetDevice(rank % devices));
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  float *sum_d = NULL, *mine_d = NULL, *prev_d = NULL;
+  CUDA_CHECK(cudaMalloc((void **)&sum_d, bytes));
+  CUDA_CHECK(cudaMalloc((void **)&mine_d, bytes));
+  CUDA_CHECK(cudaMalloc((void **)&prev_d, bytes));
+  CUDA_CHECK(cudaMemcpyAsync(sum_d, sum, bytes, cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(cudaMemcpyAsync(mine_d, mine, bytes, cudaMemcpyHostToDevice, stream));
+#else
+  void *stream = NULL;
+  float *sum_d = sum, *mine_d = mine, *prev_d = prev;
+#endif
   CHECK(zcclCommInitRank(&comm, NRANKS, id, rank));
   CHECK(zcclCommCount(comm, &n));
   CHECK(zcclCommUserRank(comm, &me));
   if (n != NRANKS || me != rank) return (void *)1;
 
-  float *sum = malloc(COUNT * sizeof(float));
-  float *mine = malloc(COUNT * sizeof(float));
-  float *prev = malloc(COUNT * sizeof(float));
-  for (int i = 0; i < COUNT; i++) sum[i] = mine[i] = value(i, rank);
-
-  CHECK(zcclAllReduce(sum, sum, COUNT, zcclFloat32, zcclSum, comm, NULL));
+  CHECK(zcclAllReduce(sum_d, sum_d, COUNT, zcclFloat32, zcclSum, comm, stream));
   CHECK(zcclGroupStart());
-  CHECK(zcclSend(mine, COUNT, zcclFloat32, (rank + 1) % NRANKS, comm, NULL));
-  CHECK(zcclRecv(prev, COUNT, zcclFloat32, (rank + NRANKS - 1) % NRANKS, comm, NULL));
+  CHECK(zcclSend(mine_d, COUNT, zcclFloat32, (rank + 1) % NRANKS, comm, stream));
+  CHECK(zcclRecv(prev_d, COUNT, zcclFloat32, (rank + NRANKS - 1) % NRANKS, comm, stream));
   CHECK(zcclGroupEnd());
+#ifdef ZCCL_EXAMPLE_CUDA
+  CUDA_CHECK(cudaMemcpyAsync(sum, sum_d, bytes, cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaMemcpyAsync(prev, prev_d, bytes, cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+#endif
   CHECK(zcclCommFinalize(comm));
 
   int wrong = 0;
@@ -53,6 +94,12 @@ static void *rank_main(void *arg) {
     wrong += prev[i] != value(i, (rank + NRANKS - 1) % NRANKS);
   }
   CHECK(zcclCommDestroy(comm));
+#ifdef ZCCL_EXAMPLE_CUDA
+  CUDA_CHECK(cudaFree(sum_d));
+  CUDA_CHECK(cudaFree(mine_d));
+  CUDA_CHECK(cudaFree(prev_d));
+  CUDA_CHECK(cudaStreamDestroy(stream));
+#endif
   free(sum);
   free(mine);
   free(prev);

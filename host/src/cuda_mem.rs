@@ -12,6 +12,8 @@
 //! | [`wait_for_stream`], [`order_after`] | `cuEventRecord`, `cuStreamWaitEvent` | a call ordered with the caller's stream (`Options::stream`) |
 //! | [`device_of`]   | `cuPointerGetAttribute`                             | which GPU a call's buffer is on             |
 //! | [`visible_uuids`] | `cuDeviceGetCount`, `cuDeviceGet`, `cuDeviceGetUuid` | the topology: GPUs by UUID, not ordinal  |
+//! | [`enable_peer_access`] | `cuCtxEnablePeerAccess`                       | ranks of one process on different GPUs (P2P) |
+//! | [`is_capturing`], [`RelaxedCapture`] | `cuStreamIsCapturing`, `cuThreadExchangeStreamCaptureMode` | a call captured into a CUDA graph |
 //!
 //! Each owned type frees its memory on drop, in the context it was made in (bound first).
 
@@ -74,6 +76,22 @@ impl DeviceAlloc {
             sys::cuStreamSynchronize(std::ptr::null_mut())
         })?;
         Ok(a)
+    }
+
+    /// `len` (at least 1) bytes on `ctx`'s device, not zeroed: memory whose every byte a user
+    /// writes before it reads it. Touches no stream, so it may be made while a stream of the
+    /// context is captured (with [`RelaxedCapture`]).
+    pub fn uninit(ctx: &Arc<CudaContext>, len: usize) -> Result<DeviceAlloc> {
+        bind(ctx)?;
+        let mut ptr = 0;
+        let len = len.max(1);
+        // SAFETY: `ptr` is a valid out-pointer; the context is current.
+        check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut ptr, len) })?;
+        Ok(DeviceAlloc {
+            ctx: Arc::clone(ctx),
+            ptr,
+            len,
+        })
     }
 
     /// The device address.
@@ -379,6 +397,64 @@ pub fn visible_uuids() -> Result<Vec<[u8; 16]>> {
             Ok(uuid.bytes.map(|b| b as u8))
         })
         .collect()
+}
+
+/// Whether `stream` is being captured into a CUDA graph: its work is recorded as graph nodes
+/// instead of running, and nothing may wait for it on the host.
+///
+/// # Safety
+/// `stream` is a live stream of the current context.
+pub unsafe fn is_capturing(stream: sys::CUstream) -> Result<bool> {
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: the caller guarantees `stream`; `status` is a valid out-pointer.
+    check("cuStreamIsCapturing", unsafe {
+        sys::cuStreamIsCapturing(stream, &mut status)
+    })?;
+    match status {
+        sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE => Ok(false),
+        sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE => Ok(true),
+        // a capture that an illegal call broke: the caller's capture has already failed
+        _ => Err(Error::InvalidArgument(
+            "the call's stream is in a CUDA graph capture that has been invalidated".into(),
+        )),
+    }
+}
+
+/// This thread in the relaxed stream-capture mode while the value lives (NCCL does the same):
+/// allocations (`cuMemAlloc`, `cuMemHostAlloc`) are then allowed while a stream is captured,
+/// which the global and thread-local modes refuse. Dropping it restores the thread's mode.
+pub struct RelaxedCapture(sys::CUstreamCaptureMode);
+
+impl RelaxedCapture {
+    pub fn new() -> Result<RelaxedCapture> {
+        let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+        // SAFETY: `mode` is a valid in/out pointer.
+        check("cuThreadExchangeStreamCaptureMode", unsafe {
+            sys::cuThreadExchangeStreamCaptureMode(&mut mode)
+        })?;
+        Ok(RelaxedCapture(mode))
+    }
+}
+
+impl Drop for RelaxedCapture {
+    fn drop(&mut self) {
+        // SAFETY: as in `new`; the mode is the one this thread had before.
+        let _ = unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut self.0) };
+    }
+}
+
+/// Lets `ctx`'s kernels access the memory of device `peer_ordinal` (its primary context's
+/// allocations) at their own addresses: ranks of one process on different GPUs use each
+/// other's FIFOs so, as IPC cannot map memory of the process that exports it. Enabled once per
+/// pair of contexts; a second call is no error.
+pub fn enable_peer_access(ctx: &Arc<CudaContext>, peer_ordinal: usize) -> Result<()> {
+    let peer = CudaContext::new(peer_ordinal).map_err(crate::cuda::cuda_error("cuDevicePrimaryCtxRetain"))?;
+    bind(ctx)?;
+    // SAFETY: both contexts are live; the driver validates the pair.
+    match unsafe { sys::cuCtxEnablePeerAccess(peer.cu_ctx(), 0) } {
+        sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
+        r => check("cuCtxEnablePeerAccess", r),
+    }
 }
 
 /// Whether `ctx`'s device can access device `peer_ordinal`'s memory directly (NVLink or PCIe

@@ -10,6 +10,8 @@
 //! zipcoll-comm abort --transport p2p            # rank 1 calls abort() mid-run: the others fail within 1 s
 //! zipcoll-comm cycles --cycles 1000             # init/abort cycles leave files, threads and memory as they were
 //! ZIPCOLL_CHANNELS=256 zipcoll-comm resident --ranks 4  # a group too big to be resident: refused, the communicator works
+//! zipcoll-comm graph --transport p2p --replays 20   # collectives captured in a CUDA graph, replayed with new inputs
+//! zipcoll-comm premulsum --transport p2p         # PreMulSum, scalar by value and in device memory, every dtype
 //! zipcoll-comm bench --transport p2p --sizes 1M,16M,256M,1G
 //! ```
 //!
@@ -40,6 +42,10 @@ mod across_ranks;
 mod common;
 #[path = "faults/mod.rs"]
 mod faults;
+#[path = "graph/mod.rs"]
+mod graph;
+#[path = "scalars/mod.rs"]
+mod scalars;
 
 use across_ranks::across_ranks;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -126,6 +132,21 @@ enum Cmd {
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
         cycles: u32,
     },
+    /// Collectives captured into a CUDA graph on the caller's stream (all_reduce, all_gather,
+    /// a ring shift of f32), replayed with new inputs, an uncaptured all_reduce between
+    /// replays; every output checked, compression off, ExpAns and Auto. GPUs only; needs at
+    /// least 2 ranks.
+    #[command(after_help = common::EXIT_STATUSES)]
+    Graph {
+        /// Replays per compression, at least 1.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+        replays: u32,
+    },
+    /// PreMulSum with its scalar by value and in device memory (rewritten between calls),
+    /// every dtype, ring and two-shot all_reduce, reduce_scatter and reduce, against the
+    /// reference bit for bit.
+    #[command(after_help = common::EXIT_STATUSES)]
+    Premulsum,
     /// Times bf16 all_reduce, all_gather and send/recv (rank 0 to rank 1) per size,
     /// compression off and Auto; a run's time is its slowest rank's (a send's calls end when
     /// its frames are in the FIFOs, not when they arrive). Needs at least 2 ranks.
@@ -987,6 +1008,8 @@ fn on_rank(comm: Communicator, cli: &Cli) -> Result<bool, Error> {
         Cmd::Abort => faults::abort(comm),
         Cmd::Cycles { cycles } => faults::cycles(comm, *cycles),
         Cmd::Resident => faults::resident(comm),
+        Cmd::Graph { replays } => graph::graph(comm, *replays),
+        Cmd::Premulsum => scalars::premulsum(&comm),
         Cmd::Bench { sizes, iters, repeats } => bench(&comm, sizes, *iters, *repeats).map(|_| true),
     }
 }
@@ -1013,6 +1036,9 @@ fn validate(cli: &Cli, nranks: usize) -> Result<(), Fail> {
         Cmd::Kill if nranks < 2 => Err(Fail::Usage(format!(
             "kill --ranks {nranks}: needs at least 2 ranks (rank 1 dies, the others must notice)"
         ))),
+        Cmd::Graph { .. } if nranks < 2 => Err(Fail::Usage(format!(
+            "graph --ranks {nranks}: needs at least 2 ranks (its ring shift goes to another rank)"
+        ))),
         Cmd::Abort | Cmd::Cycles { .. } | Cmd::Resident if nranks < 2 => Err(Fail::Usage(format!(
             "--ranks {nranks}: needs at least 2 ranks (rank 1 aborts, the others must notice)"
         ))),
@@ -1033,6 +1059,8 @@ fn failed(cli: &Cli) -> Fail {
             Cmd::Abort => "a rank did not get rank 1's abort in time (the abort lines above)",
             Cmd::Cycles { .. } => "the cycles left resources behind or a call did not fail (above)",
             Cmd::Resident => "a group was neither run right nor refused cleanly (the resident lines above)",
+            Cmd::Graph { .. } => "a replayed graph gave wrong outputs (the graph lines above)",
+            Cmd::Premulsum => "a PreMulSum differs from the reference (the premulsum lines above)",
             Cmd::Bench { .. } => "the benchmark failed",
         }
         .into(),

@@ -90,6 +90,9 @@ pub(crate) enum Engine {
         /// Events that order a call with its caller's stream ([`Links::join_caller`]), used
         /// under the calls' lock.
         joins: [CudaEvent; 2],
+        /// The slots of the calls captured into CUDA graphs ([`Links::run_captured`]): a graph
+        /// replays its calls' uploads from them, so they live as long as the communicator.
+        captured: Mutex<Vec<Slot>>,
     },
 }
 
@@ -358,6 +361,7 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
                 abort,
                 samples: Mutex::new(Samples::new()),
                 joins: [event()?, event()?],
+                captured: Mutex::new(Vec::new()),
                 stream,
             };
             (engine, ptr, slots)
@@ -384,7 +388,7 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
     let mut control = None;
     let mut mapped = Vec::new();
     if let (TransportKind::P2p, Some(gpu)) = (kind, &gpu) {
-        match connect_p2p(&b, gpu, layout, parts, &mut fabric)? {
+        match connect_p2p(&b, gpu, &places, magic, layout, parts, &mut fabric)? {
             Ok((maps, own)) => {
                 mapped = maps;
                 mem.push(own);
@@ -513,7 +517,10 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
 
 /// P2P's FIFOs: this rank's receive region in device memory, exported by IPC, and every
 /// peer's mapped (their FIFO from this rank is this rank's send FIFO); the kernels' abort word
-/// becomes the one in rank 0's control block, mapped by every rank. Every rank then says
+/// becomes the one in rank 0's control block, mapped by every rank. A peer in this process
+/// (`places`: the same host and pid, as `Communicator::init_all` makes them) is used at the
+/// address it allocated instead, which IPC cannot map in the exporting process: on the same GPU
+/// as it is, on another GPU of the process after enabling peer access. Every rank then says
 /// whether all its mappings worked: `Ok(Ok(memory to keep))` when all ranks' did, with the
 /// fabric's FIFOs set; `Ok(Err(the first failure))` on every rank when one rank's did not
 /// (nothing kept, so that NET can replace it); `Err` when the bootstrap failed. The memory:
@@ -521,45 +528,70 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
 fn connect_p2p(
     b: &Bootstrap,
     gpu: &CudaGpu,
+    places: &[Place],
+    magic: u64,
     layout: FifoLayout,
     parts: usize,
     fabric: &mut Fabric,
 ) -> Result<Result<(Vec<Keep>, Keep)>> {
     let rank = b.rank();
-    let own = DeviceAlloc::zeroed(gpu.context(), layout.bytes())?;
-    let handles = b.allgather(&own.ipc_handle()?)?;
+    let own = Arc::new(DeviceAlloc::zeroed(gpu.context(), layout.bytes())?);
+    // each rank's IPC handle (64 bytes), then its region's address (8 bytes, little-endian)
+    let mut mine = own.ipc_handle()?.to_vec();
+    mine.extend_from_slice(&own.ptr().to_le_bytes());
+    let shared = InProcessRegion::share(magic, rank, &own);
+    let regions = b.allgather(&mine)?;
+    let visible = crate::cuda_mem::visible_uuids()?;
     let mut keep: Vec<Keep> = Vec::new();
+    // in-process peers' regions, kept as this rank's own is (not closed between barriers)
+    let mut here = vec![Arc::clone(&own)];
     let mut send = Vec::new();
     let mut bases = Vec::new();
     let mut failed = None;
-    for (q, handle) in handles.iter().enumerate() {
-        let base = if q == rank {
-            own.ptr()
-        } else {
-            let opened = <[u8; 64]>::try_from(handle.as_slice())
-                .map_err(|_| format!("rank {q} sent an IPC handle of {} bytes", handle.len()))
-                .and_then(|h| IpcMapping::open(gpu.context(), &h).map_err(|e| e.to_string()));
-            match opened {
-                Ok(m) => {
-                    let base = m.ptr();
-                    keep.push(Box::new(m) as Keep);
-                    base
-                }
-                Err(why) => {
-                    failed.get_or_insert(format!("rank {rank} cannot map rank {q}'s FIFOs: {why}"));
-                    0
-                }
+    for (q, region) in regions.iter().enumerate() {
+        let (handle, addr) = region.split_at(region.len().min(64));
+        let in_process = (&places[q].host, places[q].pid) == (&places[rank].host, places[rank].pid);
+        let opened = match (<[u8; 64]>::try_from(handle), <[u8; 8]>::try_from(addr)) {
+            _ if q == rank => Ok(own.ptr()),
+            (Ok(_), Ok(addr)) if in_process => {
+                let base = u64::from_le_bytes(addr);
+                let access = match places[q].gpu {
+                    theirs if theirs == places[rank].gpu => Ok(()),
+                    theirs => visible
+                        .iter()
+                        .position(|u| Some(*u) == theirs)
+                        .ok_or_else(|| format!("rank {q}'s GPU is not visible in its own process"))
+                        .and_then(|o| crate::cuda_mem::enable_peer_access(gpu.context(), o).map_err(|e| e.to_string())),
+                };
+                access
+                    .and_then(|()| InProcessRegion::get(magic, q, base))
+                    .map(|region| {
+                        here.push(region);
+                        base
+                    })
             }
+            (Ok(h), Ok(_)) => IpcMapping::open(gpu.context(), &h).map_err(|e| e.to_string()).map(|m| {
+                let base = m.ptr();
+                keep.push(Box::new(m) as Keep);
+                base
+            }),
+            _ => Err(format!("rank {q} sent a FIFO region of {} bytes, not 72", region.len())),
         };
+        let base = opened.unwrap_or_else(|why| {
+            failed.get_or_insert(format!("rank {rank} cannot map rank {q}'s FIFOs: {why}"));
+            0
+        });
         send.extend((0..parts).map(|p| layout.desc(base, rank * parts + p)));
         bases.push(base);
     }
     let outcomes = b.allgather(failed.as_deref().unwrap_or("").as_bytes())?;
+    // every in-process peer has taken its reference by now
+    drop(shared);
     if let Some((q, why)) = outcomes.iter().enumerate().find(|(_, o)| !o.is_empty()) {
         // every rank closes its mappings before any frees the region they map
         drop(keep);
         b.barrier()?;
-        drop(own);
+        drop((here, own));
         return Ok(Err(Error::Remote {
             rank: q,
             reason: String::from_utf8_lossy(why).into_owned(),
@@ -569,7 +601,49 @@ fn connect_p2p(
     fabric.send = send;
     // every rank's kernels poll the abort word of rank 0's control block
     fabric.abort = layout.control(bases[0]) as *mut u32;
-    Ok(Ok((keep, Box::new(own) as Keep)))
+    Ok(Ok((keep, Box::new(here) as Keep)))
+}
+
+/// This process's P2P regions while their communicators connect, by (magic, rank): a rank of
+/// the same process takes a reference to a peer's region instead of mapping it, so the region
+/// lives until every rank that uses it has dropped (each after its own kernels have stopped),
+/// with no barrier between ranks that one thread may drop one after the other
+/// (`Communicator::init_all`).
+struct InProcessRegion {
+    magic: u64,
+    rank: usize,
+}
+
+type RegionTable = Mutex<std::collections::HashMap<(u64, usize), Arc<DeviceAlloc>>>;
+
+impl InProcessRegion {
+    fn table() -> &'static RegionTable {
+        static TABLE: std::sync::OnceLock<RegionTable> = std::sync::OnceLock::new();
+        TABLE.get_or_init(Default::default)
+    }
+
+    /// Offers `region` to rank `rank`'s in-process peers until the result is dropped.
+    fn share(magic: u64, rank: usize, region: &Arc<DeviceAlloc>) -> InProcessRegion {
+        let mut table = Self::table().lock().unwrap_or_else(PoisonError::into_inner);
+        table.insert((magic, rank), Arc::clone(region));
+        InProcessRegion { magic, rank }
+    }
+
+    /// Rank `rank`'s region, which must start at `base` (what it said in the allgather).
+    fn get(magic: u64, rank: usize, base: u64) -> std::result::Result<Arc<DeviceAlloc>, String> {
+        let table = Self::table().lock().unwrap_or_else(PoisonError::into_inner);
+        match table.get(&(magic, rank)) {
+            Some(r) if r.ptr() == base => Ok(Arc::clone(r)),
+            _ => Err(format!("rank {rank} of this process offers no region at {base:#x}")),
+        }
+    }
+}
+
+impl Drop for InProcessRegion {
+    fn drop(&mut self) {
+        let mut table = Self::table().lock().unwrap_or_else(PoisonError::into_inner);
+        table.remove(&(self.magic, self.rank));
+    }
 }
 
 /// The address of this host's interface that the route to `root` leaves by (NCCL's choice of
@@ -854,6 +928,36 @@ impl Links {
                 // SAFETY: as above.
                 true => unsafe { crate::cuda_mem::order_after(stream.raw(), own, &joins[1]) },
             },
+        }
+    }
+
+    /// Whether the communicator's stream is being captured into a CUDA graph: after
+    /// [`Links::join_caller`] a capture of the caller's stream has drawn it in, and a caller may
+    /// capture it directly ([`super::Communicator::cuda_stream`]). Never on the simulator.
+    pub fn capturing(&self) -> Result<bool> {
+        match &self.engine {
+            Engine::Sim { .. } => Ok(false),
+            Engine::Cuda { stream, gpu, .. } => {
+                gpu.context().bind_to_thread().map_err(cuda_error("cuCtxSetCurrent"))?;
+                // SAFETY: the communicator's own stream, live as long as it is.
+                unsafe { crate::cuda_mem::is_capturing(stream.cu_stream()) }
+            }
+        }
+    }
+
+    /// Enqueues `plan` into the CUDA graph that the communicator's stream is being captured
+    /// into, with a slot of its own ([`Slot::captured`]), kept until the communicator is
+    /// dropped. The call is not among those in flight: a graph's replays are not checked.
+    pub fn run_captured(&self, plan: &mut Plan, dtype: DType, op: ReduceOp) -> Result<()> {
+        match &self.engine {
+            Engine::Sim { .. } => Err(Error::InvalidArgument("a CUDA graph capture on the simulator".into())),
+            Engine::Cuda {
+                gpu, stream, captured, ..
+            } => {
+                let slot = Slot::captured(gpu, stream, plan, dtype, op)?;
+                captured.lock().unwrap_or_else(PoisonError::into_inner).push(slot);
+                Ok(())
+            }
         }
     }
 

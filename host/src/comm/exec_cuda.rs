@@ -121,15 +121,41 @@ impl Slot {
     /// image hold `bytes`; with `profile`, its events time every launch's upload and kernel
     /// (without, only the kernels of launches asked to be timed).
     pub fn new(gpu: &Arc<CudaGpu>, stream: &Arc<CudaStream>, bytes: usize, profile: bool) -> Result<Slot> {
+        let scratch = DeviceAlloc::zeroed(gpu.context(), bytes)?;
+        Slot::with_scratch(gpu, stream, scratch, profile)
+    }
+
+    /// A slot of its own for one call captured into a CUDA graph, launched: the graph holds
+    /// the plan's upload (a copy from this slot's image, which nothing writes again) and the
+    /// kernel, and every replay runs them. Nothing waits for its event (a captured event cannot
+    /// be waited for): the caller keeps the slot as long as the graph may be replayed. Made in
+    /// the relaxed capture mode, touching no other stream, as a capture requires.
+    pub fn captured(
+        gpu: &Arc<CudaGpu>,
+        stream: &Arc<CudaStream>,
+        plan: &mut Plan,
+        dtype: DType,
+        op: ReduceOp,
+    ) -> Result<Slot> {
+        let _relaxed = crate::cuda_mem::RelaxedCapture::new()?;
+        let bytes = Layout::of(plan).total;
+        let scratch = DeviceAlloc::uninit(gpu.context(), bytes)?;
+        let mut slot = Slot::with_scratch(gpu, stream, scratch, false)?;
+        slot.launch(plan, dtype, op, false)?;
+        Ok(slot)
+    }
+
+    fn with_scratch(gpu: &Arc<CudaGpu>, stream: &Arc<CudaStream>, scratch: DeviceAlloc, profile: bool) -> Result<Slot> {
         let ctx = gpu.context();
         let event = || {
             ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
                 .map_err(cuda_error("cuEventCreate"))
         };
+        let bytes = scratch.bytes();
         Ok(Slot {
             gpu: Arc::clone(gpu),
             stream: Arc::clone(stream),
-            scratch: DeviceAlloc::zeroed(ctx, bytes)?,
+            scratch,
             image: PinnedHost::zeroed(ctx, bytes)?,
             status: PinnedHost::zeroed(ctx, MAX_WARPS * RECORD_BYTES)?,
             event: event()?,

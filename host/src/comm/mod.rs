@@ -40,6 +40,16 @@
 //! (for the calls in flight; a kernel whose peer died ends by its own timeout, and one still
 //! running a timeout later is stopped by the abort word).
 //!
+//! CUDA graphs: a call enqueued while its stream ([`Options::stream`], or the communicator's)
+//! is captured becomes nodes of the caller's graph (the plan's upload and the kernel), as
+//! NCCL's do, and each replay runs it again; its plan lives in a slot of its own, kept until
+//! the communicator is dropped (stop replaying a graph before that). Replays run in the order
+//! the caller launches them, interleaved with uncaptured calls in the same order on every rank
+//! (each kernel starts from the FIFOs' counters in memory). Their failures are not reported
+//! back (nothing on the host checks a replay): a replay that fails stops at its timeout or at
+//! the abort word. Under [`Lossless::Auto`] a captured call cannot wait for a sample: it
+//! decides from the size alone or sends RAW.
+//!
 //! ```
 //! use zipcoll_host::comm::{run_sim, Config, Data, Options};
 //! use zipcoll_host::{DType, ReduceOp};
@@ -832,10 +842,14 @@ impl Communicator {
     }
 
     /// What call `name` sending `n` elements from `src` (null: nothing to sample, so Auto
-    /// decides from the size alone or sends RAW), cut into frames of `fe`, sends with.
+    /// decides from the size alone or sends RAW), cut into frames of `fe`, sends with. A call
+    /// `captured` into a CUDA graph cannot wait for a sample either: Auto decides it from the
+    /// size alone or sends RAW, and the graph's replays send the same.
+    #[allow(clippy::too_many_arguments)]
     fn codec_for(
         &self,
         opts: Options,
+        captured: bool,
         name: &'static str,
         dtype: DType,
         src: *const u8,
@@ -859,7 +873,7 @@ impl Communicator {
                 if let Some(plan) = dispatch_dtype!(dtype, |T| arbiter.gate::<T>(n, fe, u64::MAX)) {
                     return Ok(by_size(AutoPlan { link, plan }.codec()));
                 }
-                if src.is_null() {
+                if src.is_null() || captured {
                     return Ok(Sending {
                         every_rank_raw: false,
                         ..by_size(CodecId::Raw)
@@ -1077,7 +1091,7 @@ impl Communicator {
             c.dtype,
             c.op,
             opts.stream,
-            || self.codec_for(opts, coll_name(c.coll), c.dtype, c.src, c.n, fe),
+            |captured| self.codec_for(opts, captured, coll_name(c.coll), c.dtype, c.src, c.n, fe),
             |fabric| {
                 let args = CollArgs {
                     coll: c.coll,
@@ -1103,7 +1117,7 @@ impl Communicator {
         dtype: DType,
         op: ReduceOp,
         stream: Option<CallStream>,
-        sending: impl FnOnce() -> Result<Sending>,
+        sending: impl FnOnce(bool) -> Result<Sending>,
         plan: impl FnOnce(&Fabric) -> Plan,
     ) -> Result<()> {
         let mut calls = self.links.calls();
@@ -1120,13 +1134,19 @@ impl Communicator {
         if let Some(s) = stream {
             self.links.join_caller(s, false)?;
         }
-        let sending = sending()?;
+        // a capture of the caller's stream has drawn the communicator's in (or the caller
+        // captures that one): the call becomes nodes of the caller's CUDA graph
+        let captured = self.links.capturing()?;
+        let sending = sending(captured)?;
         let mut plan = plan(self.links.fabric());
         plan.team = self.channel_team(sending);
         self.check_resident(plan.warps(), plan.team, dtype, op)?;
         plan.set_codec(sending.codec);
         let timed = sending.checked.is_some();
-        let launched = self.links.run(&mut calls, name, &mut plan, dtype, op, timed);
+        let launched = match captured {
+            true => self.links.run_captured(&mut plan, dtype, op),
+            false => self.links.run(&mut calls, name, &mut plan, dtype, op, timed),
+        };
         if let (Ok(()), Some(checked)) = (&launched, sending.checked) {
             calls.time_last(checked);
         }
@@ -1376,10 +1396,11 @@ impl<'a> Group<'a> {
                 opts.stream,
                 // a group's peers pick their codecs from their own sends: only a policy that
                 // sends RAW at every size tells every rank that all of them send RAW
-                || match first_send {
+                |captured| match first_send {
                     Some(o) => {
                         let fe = comm.frame_elems(dtype, o.count as usize);
-                        let sending = comm.codec_for(opts, CALL_NAMES[9], dtype, o.buf, o.count as usize, fe)?;
+                        let sending =
+                            comm.codec_for(opts, captured, CALL_NAMES[9], dtype, o.buf, o.count as usize, fe)?;
                         Ok(Sending {
                             every_rank_raw: group_sending(dtype).every_rank_raw,
                             ..sending
@@ -1470,16 +1491,23 @@ mod tests {
             let tiny = comm.auto_plan(&buf, 8, DType::Bf16)?;
             let short = comm.auto_plan(&buf, n + 1, DType::Bf16);
             // the decision is the call's: the all_reduce runs with it
-            let codec = comm
-                .codec_for(
+            let fe = comm.frame_elems(DType::Bf16, n);
+            let sending = |captured| {
+                comm.codec_for(
                     Options::default(),
+                    captured,
                     CALL_NAMES[0],
                     DType::Bf16,
                     buf.ptr().cast_const(),
                     n,
-                    comm.frame_elems(DType::Bf16, n),
-                )?
-                .codec;
+                    fe,
+                )
+            };
+            let codec = sending(false)?.codec;
+            // a call captured into a CUDA graph cannot wait for a sample: RAW, and its peers
+            // are not told that every rank sends RAW
+            let captured = sending(true)?;
+            assert_eq!((captured.codec, captured.every_rank_raw), (CodecId::Raw, false));
             Ok((big, tiny, short.is_err(), codec))
         })
         .unwrap();
