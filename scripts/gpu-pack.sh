@@ -36,6 +36,14 @@ if [ -x "$MATURIN" ]; then
 else
   echo "gpu-pack.sh: no $MATURIN (run scripts/python-test.sh once): the python_gpu step will have no wheel"
 fi
+# With ZIPCOLL_PACK_CUBIN=1, the module compiled here too (this machine's ptxas from setup.sh,
+# CUDA 13.0: the GPU machine's driver loads its cubins), compressed beside the archive:
+# gpu-run.sh then skips its own ptxas, which costs device time (104-394 s per fresh machine;
+# 24 min on 2 cores here for 64 MB of PTX, 84 MB of cubin, 4.4 MB compressed).
+if [ "${ZIPCOLL_PACK_CUBIN:-}" = 1 ]; then
+  .toolchain/bin/ptxas -arch=sm_90 --split-compile 0 .gpu/bin/zipcoll_kernels.sm_90.ptx -o .gpu/zipcoll.sm_90.cubin
+  zstd -q -T0 -19 --rm .gpu/zipcoll.sm_90.cubin -o .gpu/zipcoll.sm_90.cubin.zst
+fi
 # One compressed archive: the device tool carries at most 64 MiB, and every binary embeds the
 # same PTX (65 MB at 33200e4: gzip, whose window is 32 KiB, packed the 10 copies into 116 MB).
 # zstd's long mode (a 128 MiB window) finds each copy in the one before: 21 MB.

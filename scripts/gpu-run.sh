@@ -27,7 +27,7 @@
 # | race_sync   | compute-sanitizer racecheck and synccheck on the all_reduce example (COMM_RANKS ranks, small) and on the codec crosscheck (small) |
 # | p2p_faults  | over P2P: `zipcoll-comm kill` (rank 1's process exits mid-collective), `zipcoll-comm abort` (rank 1 calls abort(): the others fail within 1 s naming it, the timeout 60 s), `zipcoll-comm resident` (4 ranks x 256 channels: a group of 1536 warps, refused or run right) and Auto's transport with CUDA_VISIBLE_DEVICES=0 in every rank |
 # | graph       | `zipcoll-comm graph` over P2P and NET (COMM_RANKS ranks, default 2): all_reduce, all_gather and a ring shift captured into a CUDA graph on the caller's stream, replayed with new inputs between uncaptured calls, compression off, expans and auto |
-# | capi_example | capi/examples/all_reduce.c compiled by gcc with -DZCCL_EXAMPLE_CUDA (device buffers, a stream per rank; its 3 ranks are threads of one process on the GPUs) against .gpu/bin/libzipcoll.so |
+# | capi_example | capi/examples/all_reduce.c compiled by gcc with -DZCCL_EXAMPLE_CUDA (device buffers, a stream per rank; its 3 ranks are processes it starts, on the GPUs round-robin) against .gpu/bin/libzipcoll.so |
 # | premulsum   | `zipcoll-comm premulsum` over P2P (COMM_RANKS ranks, default 2): PreMulSum with the scalar by value and in device memory, every dtype, against the reference bit for bit |
 # | dtypes      | `zipcoll-comm check --quick` over P2P (COMM_RANKS ranks, default 2) of the uncoded dtypes (i8 u8 i32 u32 i64 u64 f64) with every op, integer avg included, compression off and auto |
 # | p2p_cycles  | over P2P: `zipcoll-comm cycles` (CYCLES, default 1000, init/abort cycles; open files, threads, resident memory and cuMemGetInfo before and after) |
@@ -80,6 +80,11 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT
 # A second invocation in the same session may pass the first one's cubin in ZIPCOLL_CUDA_MODULE.
 PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
 start=$(date +%s)
+if [ -z "${ZIPCOLL_CUDA_MODULE:-}" ] && [ -s .gpu/zipcoll.sm_90.cubin.zst ]; then
+  # compiled on the build machine (gpu-pack.sh with ZIPCOLL_PACK_CUBIN=1)
+  LD_LIBRARY_PATH=.gpu/tools${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$ZSTD" -q -d -f .gpu/zipcoll.sm_90.cubin.zst -o /tmp/zipcoll.sm_90.cubin \
+    && export ZIPCOLL_CUDA_MODULE=/tmp/zipcoll.sm_90.cubin
+fi
 if [ -s "${ZIPCOLL_CUDA_MODULE:-}" ]; then
   echo "reusing $ZIPCOLL_CUDA_MODULE" | tee -a "$OUT/summary.log"
 elif "$PTXAS" -arch=sm_90 --split-compile 0 .gpu/bin/zipcoll_kernels.sm_90.ptx -o /tmp/zipcoll.sm_90.cubin; then

@@ -148,67 +148,25 @@ fn a_call_is_ordered_with_the_callers_stream() {
     comm.synchronize().unwrap();
 }
 
-/// Ranks of one process on one GPU (`Communicator::init_all`, NCCL's `ncclCommInitAll`) connect
-/// over P2P without IPC (which cannot map memory into the process that exports it): each uses
-/// its peers' FIFO regions at their own addresses. An all_reduce and a ring shift from one
-/// thread give the exact results, and the communicators drop one after the other in that
-/// thread (no barrier between them to wait on).
+/// Ranks of one process on one GPU are refused at init, as NCCL refuses them: their kernels
+/// wait for each other, but the device may queue both ranks' streams on one hardware queue, and
+/// then the second never starts (3 such ranks timed out at step 0 on an H100, 2026-12-06). The
+/// error names the ranks and says what to do instead.
 #[test]
-fn ranks_of_one_process_connect_over_p2p_without_ipc() {
-    use zipcoll_host::comm::{Communicator, Config, Data, Options, TransportKind};
-    use zipcoll_host::{Backend, DType, ReduceOp};
+fn ranks_of_one_process_on_one_gpu_are_refused() {
+    use zipcoll_host::comm::{Communicator, Config, TransportKind};
+    use zipcoll_host::{Backend, Error};
     let Some(_gpu) = gpu() else { return };
-    const K: usize = 3;
-    const N: usize = 100_003;
-    let config = Config {
-        transport: TransportKind::P2p,
-        channels: 4,
-        ..Config::gpu()
-    };
-    let comms = Communicator::init_all(&[Backend::Cuda { ordinal: 0 }; K], config).unwrap();
-    let value = |rank: usize, i: usize| ((i * 3 + rank * 7) % 1000) as f32;
-    let bytes = |rank: usize| -> Vec<u8> { (0..N).flat_map(|i| value(rank, i).to_le_bytes()).collect() };
-    let mut sums = Vec::new();
-    let mut shifted = Vec::new();
-    for (r, comm) in comms.iter().enumerate() {
-        assert_eq!(comm.transport(), TransportKind::P2p, "{}", comm.transport_info());
-        let mut buf = comm.alloc(N * 4).unwrap();
-        buf.copy_from_host(&bytes(r)).unwrap();
-        sums.push(buf);
-        shifted.push(comm.alloc(N * 4).unwrap());
+    for transport in [TransportKind::Auto, TransportKind::P2p, TransportKind::Net] {
+        let config = Config {
+            transport,
+            ..Config::gpu()
+        };
+        match Communicator::init_all(&[Backend::Cuda { ordinal: 0 }; 2], config) {
+            Err(Error::InvalidArgument(why)) => {
+                assert!(why.contains("ranks 0 and 1") && why.contains("same GPU"), "{why}")
+            }
+            other => panic!("{transport:?}: {:?}", other.map(|c| c.len())),
+        }
     }
-    let mut sources = Vec::new();
-    for (r, comm) in comms.iter().enumerate() {
-        let mut src = comm.alloc(N * 4).unwrap();
-        src.copy_from_host(&bytes(r)).unwrap();
-        sources.push(src);
-    }
-    for ((comm, buf), (src, out)) in comms
-        .iter()
-        .zip(sums.iter_mut())
-        .zip(sources.iter().zip(shifted.iter_mut()))
-    {
-        let r = comm.rank();
-        comm.all_reduce(Data::InPlace(buf), N, DType::F32, ReduceOp::Sum, Options::default())
-            .unwrap();
-        let mut g = comm.group();
-        g.send(src, N, DType::F32, (r + 1) % K).unwrap();
-        g.recv(out, N, DType::F32, (r + K - 1) % K).unwrap();
-        g.launch(Options::default()).unwrap();
-    }
-    for comm in &comms {
-        comm.synchronize().unwrap();
-    }
-    for r in 0..K {
-        let want: Vec<u8> = (0..N)
-            .flat_map(|i| (0..K).map(|q| value(q, i)).sum::<f32>().to_le_bytes())
-            .collect();
-        assert!(sums[r].to_host().unwrap() == want, "rank {r}'s sum");
-        assert!(
-            shifted[r].to_host().unwrap() == bytes((r + K - 1) % K),
-            "rank {r}'s shift"
-        );
-    }
-    drop((sums, shifted, sources));
-    drop(comms);
 }

@@ -131,12 +131,23 @@ fn fingerprint(backend: Backend, config: &Config) -> Vec<u8> {
 
 /// Where a rank runs, for the topology: its host, its process and its GPU by UUID (the
 /// ordinal means nothing to another process: with one visible GPU per process every rank
-/// calls its GPU device 0). As bytes for the allgather: `host pid uuid` (`-` without a GPU).
+/// calls its GPU device 0). As bytes for the allgather: `host process uuid` (the process in
+/// hex, `-` without a GPU).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Place {
     host: String,
-    pid: u32,
+    /// The process, as [`this_process`] names it.
+    process: u64,
     gpu: Option<[u8; 16]>,
+}
+
+/// A name of this process that no other process shares, on this host or in another PID
+/// namespace of it (containers reuse pids): the pid hashed with the process's random hasher
+/// keys, drawn once.
+fn this_process() -> u64 {
+    use std::hash::BuildHasher;
+    static TOKEN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TOKEN.get_or_init(|| std::collections::hash_map::RandomState::new().hash_one(std::process::id()))
 }
 
 impl Place {
@@ -154,7 +165,7 @@ impl Place {
         };
         Ok(Place {
             host: host.trim().to_string(),
-            pid: std::process::id(),
+            process: this_process(),
             gpu,
         })
     }
@@ -163,7 +174,7 @@ impl Place {
         let gpu = self
             .gpu
             .map_or("-".to_string(), |u| u.iter().map(|b| format!("{b:02x}")).collect());
-        format!("{} {} {gpu}", self.host, self.pid).into_bytes()
+        format!("{} {:x} {gpu}", self.host, self.process).into_bytes()
     }
 
     fn parse(rank: usize, bytes: &[u8]) -> Result<Place> {
@@ -173,7 +184,7 @@ impl Place {
         };
         let text = std::str::from_utf8(bytes).map_err(|_| bad())?;
         let fields: Vec<&str> = text.split(' ').collect();
-        let [host, pid, gpu] = fields[..] else {
+        let [host, process, gpu] = fields[..] else {
             return Err(bad());
         };
         let gpu = match gpu {
@@ -189,7 +200,7 @@ impl Place {
         };
         Ok(Place {
             host: host.to_string(),
-            pid: pid.parse().map_err(|_| bad())?,
+            process: u64::from_str_radix(process, 16).map_err(|_| bad())?,
             gpu,
         })
     }
@@ -304,9 +315,25 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
         .enumerate()
         .map(|(q, p)| Place::parse(q, p))
         .collect::<Result<Vec<_>>>()?;
+    // Two ranks of one process on one GPU: their kernels wait for each other, but the device
+    // may put both ranks' streams on one of its hardware queues (8 by default), and then the
+    // second kernel waits behind the first forever. NCCL refuses such ranks too. Every rank
+    // sees the same places, so every rank refuses.
+    if let Some((first, second)) = places.iter().enumerate().find_map(|(a, p)| {
+        places[a + 1..]
+            .iter()
+            .position(|q| p.gpu.is_some() && (&q.host, q.process, q.gpu) == (&p.host, p.process, p.gpu))
+            .map(|i| (a, a + 1 + i))
+    }) {
+        return Err(Error::InvalidArgument(format!(
+            "ranks {first} and {second} run in one process on the same GPU: their kernels may share one of the \
+             device's hardware queues and never run at once (NCCL refuses this too); run one process per \
+             rank, or give each rank of a process its own GPU"
+        )));
+    }
     let same_process = places
         .iter()
-        .all(|p| (&p.host, p.pid) == (&places[0].host, places[0].pid));
+        .all(|p| (&p.host, p.process) == (&places[0].host, places[0].process));
     // Auto on GPUs tries P2P when no rank knows of a peer it cannot reach (every rank votes, so
     // all decide alike), and falls back to NET if any rank then fails to map a peer's FIFOs
     // what the transport choice was based on, for `Links::describe`
@@ -518,7 +545,7 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
 /// P2P's FIFOs: this rank's receive region in device memory, exported by IPC, and every
 /// peer's mapped (their FIFO from this rank is this rank's send FIFO); the kernels' abort word
 /// becomes the one in rank 0's control block, mapped by every rank. A peer in this process
-/// (`places`: the same host and pid, as `Communicator::init_all` makes them) is used at the
+/// (`places`: the same host and process, as `Communicator::init_all` makes them) is used at the
 /// address it allocated instead, which IPC cannot map in the exporting process: on the same GPU
 /// as it is, on another GPU of the process after enabling peer access. Every rank then says
 /// whether all its mappings worked: `Ok(Ok(memory to keep))` when all ranks' did, with the
@@ -550,7 +577,7 @@ fn connect_p2p(
     let mut failed = None;
     for (q, region) in regions.iter().enumerate() {
         let (handle, addr) = region.split_at(region.len().min(64));
-        let in_process = (&places[q].host, places[q].pid) == (&places[rank].host, places[rank].pid);
+        let in_process = (&places[q].host, places[q].process) == (&places[rank].host, places[rank].process);
         let opened = match (<[u8; 64]>::try_from(handle), <[u8; 8]>::try_from(addr)) {
             _ if q == rank => Ok(own.ptr()),
             (Ok(_), Ok(addr)) if in_process => {
@@ -1063,10 +1090,10 @@ impl Drop for Links {
 mod tests {
     use super::*;
 
-    fn place(host: &str, pid: u32, gpu: u8) -> Place {
+    fn place(host: &str, process: u64, gpu: u8) -> Place {
         Place {
             host: host.into(),
-            pid,
+            process,
             gpu: Some([gpu; 16]),
         }
     }
@@ -1077,7 +1104,7 @@ mod tests {
             place("node-1", 7, 0xAB),
             Place {
                 host: "h".into(),
-                pid: 1,
+                process: 1,
                 gpu: None,
             },
         ] {

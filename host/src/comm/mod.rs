@@ -297,10 +297,11 @@ impl Communicator {
     /// NCCL's `ncclCommInitAll`: one communicator per entry of `devices`, all in this process,
     /// rank `r` on `devices[r]` (the simulator, or CUDA GPUs; a GPU may appear more than once),
     /// each with `config`. The ranks are initialized side by side (a rendezvous needs them
-    /// all). Ranks of one process reach each other over SIM on the simulator; on GPUs, CUDA IPC
-    /// does not map memory within the process that exported it, so `Auto`'s P2P attempt is
-    /// meant to fall back to NET there ([`Communicator::transport_info`] says which it chose;
-    /// not yet run on a GPU). The first rank's error, if any.
+    /// all). Ranks of one process reach each other over SIM on the simulator; on GPUs, over P2P
+    /// at each other's addresses (peer access between GPUs; IPC does not map memory into the
+    /// process that exported it), each rank on its own GPU: two ranks of one process on one GPU
+    /// are an [`Error::InvalidArgument`], as in NCCL (their kernels may share a hardware queue
+    /// and never run at once). Not yet run on several GPUs. The first rank's error, if any.
     pub fn init_all(devices: &[Backend], config: Config) -> Result<Vec<Communicator>> {
         let id = UniqueId::new()?;
         let n = devices.len();
