@@ -206,6 +206,16 @@ impl Place {
     }
 }
 
+/// The first two ranks that run in one process on the same GPU, if any.
+fn shared_gpu_in_one_process(places: &[Place]) -> Option<(usize, usize)> {
+    places.iter().enumerate().find_map(|(a, p)| {
+        places[a + 1..]
+            .iter()
+            .position(|q| p.gpu.is_some() && (&q.host, q.process, q.gpu) == (&p.host, p.process, p.gpu))
+            .map(|i| (a, a + 1 + i))
+    })
+}
+
 /// How this rank can reach a peer's GPU, as far as it can tell before trying.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum PeerGpu {
@@ -319,12 +329,7 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
     // may put both ranks' streams on one of its hardware queues (8 by default), and then the
     // second kernel waits behind the first forever. NCCL refuses such ranks too. Every rank
     // sees the same places, so every rank refuses.
-    if let Some((first, second)) = places.iter().enumerate().find_map(|(a, p)| {
-        places[a + 1..]
-            .iter()
-            .position(|q| p.gpu.is_some() && (&q.host, q.process, q.gpu) == (&p.host, p.process, p.gpu))
-            .map(|i| (a, a + 1 + i))
-    }) {
+    if let Some((first, second)) = shared_gpu_in_one_process(&places) {
         return Err(Error::InvalidArgument(format!(
             "ranks {first} and {second} run in one process on the same GPU: their kernels may share one of the \
              device's hardware queues and never run at once (NCCL refuses this too); run one process per \
@@ -1123,6 +1128,37 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    /// Two ranks of one process on one GPU are found (NCCL refuses them, and so does
+    /// `connect`); one process on several GPUs, one GPU shared by processes or hosts, and
+    /// simulated ranks (no GPU) are not.
+    #[test]
+    fn ranks_of_one_process_on_one_gpu_are_found() {
+        let with = |host: &str, process: u64, gpu: Option<u8>| Place {
+            host: host.into(),
+            process,
+            gpu: gpu.map(|g| [g; 16]),
+        };
+        let found = |places: &[Place]| shared_gpu_in_one_process(places);
+        assert_eq!(
+            found(&[with("h", 1, Some(0)), with("h", 1, Some(1)), with("h", 1, Some(0))]),
+            Some((0, 2))
+        );
+        assert_eq!(
+            found(&[with("h", 1, Some(0)), with("h", 2, Some(0)), with("h", 2, Some(0))]),
+            Some((1, 2))
+        );
+        assert_eq!(
+            found(&[with("h", 1, Some(0)), with("h", 1, Some(1)), with("h", 1, Some(2))]),
+            None
+        );
+        assert_eq!(
+            found(&[with("h", 1, Some(0)), with("h", 2, Some(0)), with("g", 1, Some(0))]),
+            None
+        );
+        assert_eq!(found(&[with("h", 1, None), with("h", 1, None)]), None);
+        assert_eq!(found(&[with("h", 1, Some(0))]), None);
     }
 
     /// Ranks that each see only their own GPU (one per process, CUDA_VISIBLE_DEVICES) all
