@@ -551,8 +551,8 @@ pub(crate) fn connect(b: Bootstrap, backend: Backend, config: &Config, id: &Uniq
 /// peer's mapped (their FIFO from this rank is this rank's send FIFO); the kernels' abort word
 /// becomes the one in rank 0's control block, mapped by every rank. A peer in this process
 /// (`places`: the same host and process, as `Communicator::init_all` makes them) is used at the
-/// address it allocated instead, which IPC cannot map in the exporting process: on the same GPU
-/// as it is, on another GPU of the process after enabling peer access. Every rank then says
+/// address it allocated instead, which IPC cannot map in the exporting process, after enabling
+/// peer access to its GPU (each rank of a process has its own GPU). Every rank then says
 /// whether all its mappings worked: `Ok(Ok(memory to keep))` when all ranks' did, with the
 /// fabric's FIFOs set; `Ok(Err(the first failure))` on every rank when one rank's did not
 /// (nothing kept, so that NET can replace it); `Err` when the bootstrap failed. The memory:
@@ -587,15 +587,13 @@ fn connect_p2p(
             _ if q == rank => Ok(own.ptr()),
             (Ok(_), Ok(addr)) if in_process => {
                 let base = u64::from_le_bytes(addr);
-                let access = match places[q].gpu {
-                    theirs if theirs == places[rank].gpu => Ok(()),
-                    theirs => visible
-                        .iter()
-                        .position(|u| Some(*u) == theirs)
-                        .ok_or_else(|| format!("rank {q}'s GPU is not visible in its own process"))
-                        .and_then(|o| crate::cuda_mem::enable_peer_access(gpu.context(), o).map_err(|e| e.to_string())),
-                };
-                access
+                // another GPU: two ranks of one process on one GPU were refused
+                // (`shared_gpu_in_one_process`)
+                visible
+                    .iter()
+                    .position(|u| Some(*u) == places[q].gpu)
+                    .ok_or_else(|| format!("rank {q}'s GPU is not visible in its own process"))
+                    .and_then(|o| crate::cuda_mem::enable_peer_access(gpu.context(), o).map_err(|e| e.to_string()))
                     .and_then(|()| InProcessRegion::get(magic, q, base))
                     .map(|region| {
                         here.push(region);

@@ -84,17 +84,10 @@ impl Layout {
     }
 }
 
-/// The scratch every slot starts with: enough for a collective over `nranks` ranks and `parts`
-/// channels (a channel per peer and part) and for a group of one send and one receive with
-/// every peer (all_to_all: a warp, a channel and a work per direction, peer and part), so that
-/// such calls allocate nothing. An allocation between two launches keeps them from running at
-/// once (CUDA's implicit synchronization): ranks of one process would wait for each other's
-/// kernels until the timeout.
+/// The scratch a collective over `nranks` ranks and `parts` channels needs at most (a channel
+/// per peer and part), which every slot starts with.
 pub(crate) fn slot_bytes(nranks: usize, parts: usize) -> usize {
-    let group = (2 * nranks * parts).min(MAX_WARPS);
-    Layout::new(group.max(nranks * parts), group, group)
-        .total
-        .next_power_of_two()
+    Layout::new(nranks * parts, parts, parts).total.next_power_of_two()
 }
 
 /// One call's resources on the GPU (see the module table).
