@@ -30,7 +30,7 @@ cp target/gpu/sm_90/zipcoll_kernels.ptx .gpu/bin/zipcoll_kernels.sm_90.ptx
 cp target/gpu/device-fns/nvptx64-nvidia-cuda/release/zipcoll_device_fns.ptx .gpu/bin/
 # The Python wheel, for the python_gpu step, with no GPU code (the step loads the module through
 # ZIPCOLL_CUDA_MODULE): built with the maturin of scripts/python-test.sh's venv, when it is there.
-MATURIN=$T/pyenv/bin/maturin
+MATURIN=$(realpath -m "$T/pyenv/bin/maturin")
 if [ -x "$MATURIN" ]; then
   (cd python && ZIPCOLL_GPU_ARCHS=none "$MATURIN" build --release --locked -o "../.gpu/bin")
 else

@@ -30,6 +30,7 @@
 # | capi_example | capi/examples/all_reduce.c compiled by gcc with -DZCCL_EXAMPLE_CUDA (device buffers, a stream per rank; its 3 ranks are processes it starts, on the GPUs round-robin) against .gpu/bin/libzipcoll.so |
 # | premulsum   | `zipcoll-comm premulsum` over P2P (COMM_RANKS ranks, default 2): PreMulSum with the scalar by value and in device memory, every dtype, against the reference bit for bit |
 # | dtypes      | `zipcoll-comm check --quick` over P2P (COMM_RANKS ranks, default 2) of the uncoded dtypes (i8 u8 i32 u32 i64 u64 f64) with every op, integer avg included, compression off and auto |
+# | int_codecs  | the coded integers (i8, u8, i32, u32): `zipcoll-bench crosscheck` of warp and block frames (INT_SIZES, default 256K,12345), `zipcoll-comm check --quick` over P2P and NET with the ops of INT_OPS (default every op), compression off, expans, expwindow and auto, and `zipcoll-perf` over NET of i32 (N(0, 100^2)) all_reduce, all_gather and sendrecv (INT_PERF_SIZES, default 64 MiB) with off, expans and auto under ZIPCOLL_NET_RATE_LIMIT=INT_NET_LIMIT (default none) |
 # | p2p_cycles  | over P2P: `zipcoll-comm cycles` (CYCLES, default 1000, init/abort cycles; open files, threads, resident memory and cuMemGetInfo before and after) |
 #
 # COMM_RANKS=2 runs the comm steps with two ranks (on one GPU: P2P over CUDA IPC within the
@@ -200,6 +201,16 @@ for step in $STEPS; do
     dtypes)
       run dtypes .gpu/bin/zipcoll-comm check --transport p2p --ranks ${COMM_RANKS:-2} --quick \
         --dtype i8,u8,i32,u32,i64,u64,f64 --op sum,prod,min,max,avg --compression off,auto ;;
+    int_codecs)
+      run int_crosscheck .gpu/bin/zipcoll-bench crosscheck --dtype i8,u8,i32,u32 --unit warp,block --sizes ${INT_SIZES:-256K,12345}
+      for t in p2p net; do
+        run int_check_$t .gpu/bin/zipcoll-comm check --transport $t --ranks ${COMM_RANKS:-2} --quick \
+          --dtype i8,u8,i32,u32 --op ${INT_OPS:-sum,prod,min,max,avg} --compression off,expans,expwindow,auto
+      done
+      for c in all_reduce all_gather sendrecv; do
+        run "int_perf_net_$c" env ZIPCOLL_NET_RATE_LIMIT=${INT_NET_LIMIT:-none} .gpu/bin/zipcoll-perf "$c" -d i32 \
+          ${INT_PERF_SIZES:--b 64M -e 64M} -n 5 -w 2 --ranks ${COMM_RANKS:-2} --transport net --compression off,expans,auto
+      done ;;
     p2p_cycles)
       run p2p_cycles .gpu/bin/zipcoll-comm cycles --transport p2p --cycles ${CYCLES:-1000} --timeout-ms 10000 --ranks ${COMM_RANKS:-2} ;;
     gpu_tests)

@@ -10,7 +10,7 @@ use zipcoll_device::codec::block_frame::{
     decode_block_frame, decode_scratch_bytes, encode_block_frame, encode_block_raw_frame, encode_scratch_bytes,
 };
 use zipcoll_device::codec::{encode_frame, max_encoded_len, CodecId, ExpAns, LaneOut};
-use zipcoll_device::dtype::{Bf16, Elem, Split, F16, F32, F8E4M3, F8E5M2};
+use zipcoll_device::dtype::{Bf16, Elem, Split, F16, F32, F8E4M3, F8E5M2, I32, I8, U32, U8};
 use zipcoll_device::frame::{FrameError, FrameHeader, BLOCK_FRAME_VERSION, FRAME_VERSION};
 use zipcoll_targets::Word;
 
@@ -147,6 +147,12 @@ fn exhaustive_fp8_pairs() {
     exhaustive::<F8E5M2>(8);
 }
 
+#[test]
+fn exhaustive_int8_pairs() {
+    exhaustive::<I8>(8);
+    exhaustive::<U8>(8);
+}
+
 /// f32 specials (NaN payloads, +-0, subnormals, +-inf) among normal values.
 fn f32_specials(n: usize, seed: u64) -> Vec<u32> {
     let specials = [
@@ -180,6 +186,12 @@ fn lengths_around_segment_edges_every_dtype() {
         let bytes: Vec<u8> = f.iter().map(|x| (x >> 24) as u8).collect();
         round_trip::<F8E4M3>(&bytes);
         round_trip::<F8E5M2>(&bytes);
+        round_trip::<I8>(&bytes);
+        round_trip::<U8>(&bytes);
+        // integers whose top bytes repeat, with 0, -1 and the extremes among them
+        let ints: Vec<u32> = f.iter().map(|x| ((*x as i32) >> 12) as u32).collect();
+        round_trip::<I32>(&ints);
+        round_trip::<U32>(&ints);
     }
 }
 
@@ -232,6 +244,12 @@ fn any_input_and_output_alignment_gives_the_same_frame_and_elements() {
     let bytes: Vec<u8> = f.iter().map(|x| (x >> 24) as u8 ^ (*x as u8 & 0x7)).collect();
     any_alignment::<F8E4M3>(&bytes);
     any_alignment::<F8E5M2>(&bytes[1..]);
+    let ints: Vec<u32> = f.iter().map(|x| ((*x as i32) >> 14) as u32).collect();
+    any_alignment::<I32>(&ints);
+    any_alignment::<U32>(&ints[1..]);
+    let small: Vec<u8> = ints.iter().map(|x| (*x as i32 >> 12) as u8).collect();
+    any_alignment::<I8>(&small);
+    any_alignment::<U8>(&small[1..]);
 }
 
 #[test]

@@ -7,7 +7,7 @@
 //!   DType::Bf16 x ReduceOp::Sum  ->  { type T = Bf16; type O = Sum; sim::reduce_copy::<W, T, O>(..) }
 //!   ... 60 arms
 //! dispatch_dtype!(dtype, |T| max_encoded_len::<T>(n))
-//! dispatch_coded!(dtype, |T| sim::encode_frames::<W, T>(..))   (integers, f64: Err(InvalidArgument))
+//! dispatch_coded!(dtype, |T| sim::encode_frames::<W, T>(..))   (i64, u64, f64: Err(InvalidArgument))
 //! dispatch_coder!(codec, |C| kernels::encode_frames::<SimWarp<W>, T, C>, raw => kernels::encode_raw_frames::<..>)
 //!   CodecId::Huffman  ->  { type C = Huffman; kernels::encode_frames::<SimWarp<W>, T, C> }
 //! ```
@@ -86,9 +86,9 @@ macro_rules! dispatch_dtype {
     }};
 }
 
-/// Evaluates `$body` with the type alias `$T` (the [`zipcoll_device::dtype::Split`] and
-/// [`zipcoll_device::dtype::F32Exact`] of `$dtype`) in scope, for the dtypes the codecs are
-/// built for ([`DType::coded`](zipcoll_device::dtype::DType::coded)); for the others returns
+/// Evaluates `$body` with the type alias `$T` (the [`zipcoll_device::dtype::Split`] of
+/// `$dtype`) in scope, for the dtypes the codecs are built for
+/// ([`DType::coded`](zipcoll_device::dtype::DType::coded)); for the others returns
 /// `Err(Error::InvalidArgument)` from the enclosing function, which returns `crate::Result`.
 macro_rules! dispatch_coded {
     ($dtype:expr, |$T:ident| $body:expr) => {{
@@ -99,6 +99,10 @@ macro_rules! dispatch_coded {
             DType::F32 => dispatch_dtype!(@one dt::F32, |$T| $body),
             DType::F8E4M3 => dispatch_dtype!(@one dt::F8E4M3, |$T| $body),
             DType::F8E5M2 => dispatch_dtype!(@one dt::F8E5M2, |$T| $body),
+            DType::I8 => dispatch_dtype!(@one dt::I8, |$T| $body),
+            DType::U8 => dispatch_dtype!(@one dt::U8, |$T| $body),
+            DType::I32 => dispatch_dtype!(@one dt::I32, |$T| $body),
+            DType::U32 => dispatch_dtype!(@one dt::U32, |$T| $body),
             other => return Err($crate::dispatch::not_coded(other)),
         }
     }};
@@ -107,8 +111,8 @@ macro_rules! dispatch_coded {
 /// The error of a codec call for a dtype no codec is built for.
 pub(crate) fn not_coded(dtype: zipcoll_device::dtype::DType) -> crate::error::Error {
     crate::error::Error::InvalidArgument(format!(
-        "no codec is built for {dtype:?} (the codecs take bf16, f16, f32 and the fp8 types; the collectives move \
-         {dtype:?} uncompressed)"
+        "no codec is built for {dtype:?} (the codecs take bf16, f16, f32, the fp8 types and the 8- and 32-bit \
+         integers; the collectives move {dtype:?} uncompressed)"
     ))
 }
 

@@ -194,9 +194,10 @@ pub fn uniform(dtype: DType, n: usize, seed: u64) -> Vec<u8> {
 }
 
 /// `n` samples of N(0, 1) (Box-Muller over [`Rng`]) rounded to `dtype` (the types reduced
-/// through f32: to f32, then to nearest even as `F32Exact::from_f32`; f64: as drawn; the
-/// integers: N(0, 100^2) rounded to the nearest integer, wrapped to the width), as
-/// little-endian bytes; the same for the same `seed`.
+/// through f32: to f32, then to nearest even as `F32Exact::from_f32`; f64: as drawn; the 32-
+/// and 64-bit integers: N(0, 100^2) rounded to the nearest integer, wrapped to the width; the
+/// 8-bit ones N(0, 10^2), which their width holds), as little-endian bytes; the same for the
+/// same `seed`.
 ///
 /// ```
 /// use zipcoll_host::{testdata, DType};
@@ -222,9 +223,8 @@ pub fn normal(dtype: DType, n: usize, seed: u64) -> Vec<u8> {
             DType::F8E4M3 => u64::from(F8E4M3::from_f32(x as f32)),
             DType::F8E5M2 => u64::from(F8E5M2::from_f32(x as f32)),
             DType::F64 => x.to_bits(),
-            DType::I8 | DType::U8 | DType::I32 | DType::U32 | DType::I64 | DType::U64 => {
-                (x * 100.0).round() as i64 as u64
-            }
+            DType::I8 | DType::U8 => (x * 10.0).round() as i64 as u64,
+            DType::I32 | DType::U32 | DType::I64 | DType::U64 => (x * 100.0).round() as i64 as u64,
         }
     };
     samples

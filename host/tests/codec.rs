@@ -47,7 +47,7 @@ fn assert_layout(enc: &Encoded, n: usize, what: &str) {
     );
 }
 
-/// The dtypes without coders (integers, f64) are refused by the codec API on every backend,
+/// The dtypes without coders (f64, i64, u64) are refused by the codec API on every backend,
 /// typed, before any work: the collectives move them uncompressed.
 #[test]
 fn the_codec_api_refuses_the_dtypes_without_coders() {
@@ -454,7 +454,7 @@ fn block_frames_round_trip_and_parse_back() {
 #[test]
 fn cuda_block_frames_match_sim_or_report_why() {
     let gpu = Backend::Cuda { ordinal: 0 };
-    for dtype in [DType::Bf16, DType::F32, DType::F8E4M3] {
+    for dtype in [DType::Bf16, DType::F32, DType::F8E4M3, DType::I32, DType::U8] {
         let data = testdata::normal(dtype, 70_000, 4);
         let sim = encode_with(
             Backend::Sim,

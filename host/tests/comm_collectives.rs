@@ -8,7 +8,7 @@
 //! | test                                   | ranks   | transport | what                                              |
 //! |----------------------------------------|---------|-----------|---------------------------------------------------|
 //! | `every_collective_on_*_ranks`          | 1..=8   | SIM       | every collective, bf16 / f32 x sum / max, every compression |
-//! | `every_collective_of_the_uncoded_dtypes_on_2_to_8_ranks` | 2..=8 | SIM | every collective, f64 / i32 / u8 / i64 x sum / min / prod, every compression (they travel RAW) |
+//! | `every_collective_of_f64_and_the_integers_on_2_to_8_ranks` | 2..=8 | SIM | every collective, f64 / i32 / u8 / i64 x sum / min / prod, every compression (f64 and i64 travel RAW, i32 and u8 coded) |
 //! | `every_dtype_and_op_on_3_ranks`        | 3       | SIM       | every dtype x op (integer Avg: the sum divided toward zero): ring, two-shot, reduce_scatter, reduce |
 //! | `every_collective_over_net_loopback`   | 2, 3, 4 | NET       | every collective, off / auto / a codec            |
 //! | `a_rank_that_finishes_first_leaves_its_peers_intact` | 2..=4 | NET, SIM | a rank drops its communicator right after its last call |
@@ -412,11 +412,12 @@ fn every_collective_on_6_to_8_ranks() {
     every_collective_on(6..=8);
 }
 
-/// The dtypes without coders (they travel RAW whatever the compression: the forced codecs and
-/// Auto run too) over every collective on 2..=8 ranks: the 8-byte ones take the RAW path's
-/// two-word lanes and one-element tails.
+/// f64 and the integers over every collective on 2..=8 ranks, with every compression: f64 and
+/// i64 have no coders (they travel RAW whatever the compression, through the RAW path's
+/// two-word lanes and one-element tails), i32 and u8 are coded by the forced codecs and Auto
+/// (`testdata::elements`' integers are mostly within ±1000: i32's top bytes repeat).
 #[test]
-fn every_collective_of_the_uncoded_dtypes_on_2_to_8_ranks() {
+fn every_collective_of_f64_and_the_integers_on_2_to_8_ranks() {
     for k in 2..=8 {
         let cases = sweep(
             k,

@@ -126,8 +126,9 @@ fn every_int_op<T: Gen>(g: &mut Rng) {
     }
 }
 
-/// The dtypes without symbol coders, as their kernels run them (`Coding`: RAW frames only),
-/// 2..=8 ranks: 8-byte elements take the RAW fast path's two-word lanes and one-element tail.
+/// RAW frames only (`RawOnly`: the kernels of the dtypes without symbol coders, and the
+/// RAW-only block kernel of every dtype), 2..=8 ranks: 8-byte elements take the RAW fast path's
+/// two-word lanes and one-element tail.
 fn raw_only_sweep<T: Gen, O: RedOp>(seed: u64) {
     let mut g = Rng(seed);
     for coll in COLLECTIVES {

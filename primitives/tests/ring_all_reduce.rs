@@ -6,17 +6,17 @@
 mod common;
 mod sim_net;
 
-use common::{input, FRAME_ELEMS, SLOT_BYTES};
+use common::{input, Gen, FRAME_ELEMS, SLOT_BYTES};
 use sim_net::{Link, Net};
 use std::time::{Duration, Instant};
 use zipcoll_device::codec::{CodecId, ExpAns, ExpWindow, FixedLen, Huffman, SymbolCoder};
-use zipcoll_device::dtype::{Bf16, F32};
+use zipcoll_device::dtype::{Bf16, F32, I32, U8};
 use zipcoll_device::frame::{FrameError, FrameHeader, HEADER_BYTES};
 use zipcoll_device::reduce::{RedOp, Sum};
 use zipcoll_primitives::collectives::{run_work, Coll, WorkDesc};
 use zipcoll_primitives::conn::{ChannelDesc, ConnError, Failure, SendConn, Wait};
 use zipcoll_primitives::prims::{Compression, Force, Off, Prims};
-use zipcoll_targets::Lanes;
+use zipcoll_targets::{Lanes, Word};
 
 /// One ring all_reduce work per rank (part 0 of 1) over `inputs` into `outputs`.
 fn ring_works<B>(net: &Net, inputs: &[Vec<B>], outputs: &mut [Vec<B>], frame_elems: usize) -> Vec<WorkDesc> {
@@ -41,28 +41,62 @@ fn ring_works_at<B>(
         .collect()
 }
 
-/// With larger frames the codec's frames are smaller than RAW: the slots hold frames of `C`.
-fn codec_frames_travel<C: SymbolCoder>() {
+/// With larger frames the codec's frames of `T` are smaller than RAW: the slots hold frames
+/// of `C`, and both ranks hold the sum (two ranks: one addition, either order).
+fn codec_frames_travel<C: SymbolCoder, T: Gen>(inputs: impl Fn(usize, usize) -> Vec<T::Bits>)
+where
+    T::Bits: Send + Sync,
+{
     let (nranks, frame_elems, n) = (2, 512, 2048);
-    let net = Net::new(nranks, 1, 2048);
-    let inputs: Vec<Vec<u16>> = (0..nranks).map(|r| input::<Bf16>(r, n, 0)).collect();
-    let mut outputs = vec![vec![0u16; n]; nranks];
-    let works = ring_works(&net, &inputs, &mut outputs, frame_elems);
-    let results = net.run::<Bf16, Sum, Force<C>>(&works.into_iter().map(|w| vec![w]).collect::<Vec<_>>());
-    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    let net = Net::new(nranks, 1, 4096);
+    let inputs: Vec<Vec<T::Bits>> = (0..nranks).map(|r| inputs(r, n)).collect();
+    let mut outputs = vec![vec![T::Bits::default(); n]; nranks];
+    let mut works = ring_works(&net, &inputs, &mut outputs, frame_elems);
+    for w in &mut works {
+        // an integer Sum reads the scalar as the divisor of its result (0: none)
+        w.scalar = T::DTYPE.avg_scalar(nranks as u32).unwrap_or(0);
+    }
+    let results = net.run::<T, Sum, Force<C>>(&works.into_iter().map(|w| vec![w]).collect::<Vec<_>>());
+    assert!(
+        results.iter().all(Result::is_ok),
+        "{:?} {:?}: {results:?}",
+        C::ID,
+        T::DTYPE
+    );
     let coded = (0..net.tail(0, 0, 1).min(8) as usize)
         .map(|s| FrameHeader::parse(&net.slot(0, 1, s)).expect("a valid frame"))
         .filter(|h| h.codec_id() == Some(C::ID) && h.payload_bytes < h.raw_bytes)
         .count();
-    assert!(coded > 0, "{:?}: no coded frame in the FIFO", C::ID);
+    assert!(coded > 0, "{:?} {:?}: no coded frame in the FIFO", C::ID, T::DTYPE);
+    let sum: Vec<T::Bits> = (0..n).map(|i| T::add(inputs[0][i], inputs[1][i])).collect();
+    for (r, out) in outputs.iter().enumerate() {
+        assert!(
+            out.iter().zip(&sum).all(|(a, b)| a.to_bits64() == b.to_bits64()),
+            "{:?} {:?}: rank {r}'s sum differs",
+            C::ID,
+            T::DTYPE
+        );
+    }
 }
 
+/// Every coder's frames travel for bf16 and for the integers whose high bits repeat: i32
+/// magnitudes (top byte 0 but at the extremes), u8 below 32 (high nibbles 0 or 1).
 #[test]
 fn codec_frames_really_travel() {
-    codec_frames_travel::<FixedLen>();
-    codec_frames_travel::<ExpWindow>();
-    codec_frames_travel::<ExpAns>();
-    codec_frames_travel::<Huffman>();
+    fn each<C: SymbolCoder>() {
+        codec_frames_travel::<C, Bf16>(|r, n| input::<Bf16>(r, n, 0));
+        codec_frames_travel::<C, I32>(|r, n| {
+            input::<I32>(r, n, 0)
+                .iter()
+                .map(|x| (*x as i32).wrapping_abs() as u32)
+                .collect()
+        });
+        codec_frames_travel::<C, U8>(|r, n| input::<I32>(r, n, 1).iter().map(|x| (*x % 32) as u8).collect());
+    }
+    each::<FixedLen>();
+    each::<ExpWindow>();
+    each::<ExpAns>();
+    each::<Huffman>();
 }
 
 /// Rank 0 of a 3-rank ring sends one frame (of `E`) with byte `flip` inverted, then stops; the

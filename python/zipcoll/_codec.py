@@ -18,8 +18,10 @@ def compress(tensor, codec="auto", dtype=None, frame_elems=FRAME_ELEMS, device=N
     count), then self-checking frames of ``frame_elems`` elements coded with ``codec`` (``auto``:
     the arbitration's pick for the network; ``raw``, ``expans``, ``fixedlen``, ``huffman``,
     ``expwindow``). ``dtype`` names the elements of bytes, or reinterprets an array of the same
-    element size (numpy ``uint16`` as ``bf16``). ``device``: ``"sim"`` or ``"cuda:N"`` (default:
-    the tensor's GPU for a CUDA tensor, else the simulator)."""
+    element size (numpy ``uint16`` as ``bf16``). The codecs take bf16, f16, f32, the fp8 types
+    and i8, u8, i32, u32 (f64 and the 64-bit integers raise ``InvalidArgumentError``).
+    ``device``: ``"sim"`` or ``"cuda:N"`` (default: the tensor's GPU for a CUDA tensor, else the
+    simulator)."""
     v = _tensors.view(tensor, dtype)
     return _zipcoll.compress(_tensors.host_bytes(v), v.dtype, codec, frame_elems, _device(v, device))
 

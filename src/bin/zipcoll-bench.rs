@@ -102,8 +102,8 @@ struct CodecArgs {
     /// alike (a file is read up to the size); ignored with --files.
     #[arg(long, value_delimiter = ',', default_value = "1M,16M,256M,1G", value_parser = parse_size)]
     sizes: Vec<usize>,
-    /// Dtypes: bf16, f16, f32, f8e4m3, f8e5m2 or all [default: bf16,f16,f32,f8e4m3; with
-    /// --files: the dtype in each file's name].
+    /// Dtypes: bf16, f16, f32, f8e4m3, f8e5m2, i8, u8, i32, u32 or all [default:
+    /// bf16,f16,f32,f8e4m3; with --files: the dtype in each file's name].
     #[arg(long, value_delimiter = ',')]
     dtype: Option<Vec<String>>,
     /// The data: `normal` (N(0,1) rounded to the dtype, seeded) or `file:PATH` (raw
@@ -147,7 +147,7 @@ struct CrossArgs {
     /// seconds per MiB.
     #[arg(long, value_delimiter = ',', default_value = "4M,12345", value_parser = parse_size)]
     sizes: Vec<usize>,
-    /// Dtypes: bf16, f16, f32, f8e4m3, f8e5m2 or all.
+    /// Dtypes: bf16, f16, f32, f8e4m3, f8e5m2, i8, u8, i32, u32 or all.
     #[arg(long, value_delimiter = ',', default_value = "all")]
     dtype: Vec<String>,
     /// Codecs: raw, fixedlen, expwindow, expans, huffman or all.
@@ -249,12 +249,11 @@ fn parse_dtypes(names: &[String]) -> Res<Vec<DType>> {
     for name in names {
         match name.trim() {
             "all" => out.extend(DType::CODED),
-            n => out.push(
-                DType::CODED
-                    .into_iter()
-                    .find(|d| d.name() == n)
-                    .ok_or_else(|| Fail::Usage(format!("unknown dtype {n:?} (bf16, f16, f32, f8e4m3, f8e5m2, all)")))?,
-            ),
+            n => out.push(DType::CODED.into_iter().find(|d| d.name() == n).ok_or_else(|| {
+                Fail::Usage(format!(
+                    "unknown dtype {n:?} (bf16, f16, f32, f8e4m3, f8e5m2, i8, u8, i32, u32, all)"
+                ))
+            })?),
         }
     }
     out.dedup();

@@ -475,7 +475,8 @@ fn seed(parts: &[&str], count: usize, rank: usize) -> u64 {
 
 /// The (dtype, op) pairs of the full check: bf16 with every op, the other coded float dtypes
 /// with sum and max; of the dtypes without coders (RAW-only kernels) the 8-byte ones with sum
-/// and min, and one op each of the 1- and 4-byte integers.
+/// and min; of the coded integers u8 with max and i32 with sum and prod (its products wrap to
+/// words no coder shrinks: RAW frames of a coded dtype).
 fn default_combos() -> Vec<(DType, ReduceOp)> {
     [DType::Bf16, DType::F32, DType::F16, DType::F8E4M3]
         .into_iter()
@@ -486,7 +487,11 @@ fn default_combos() -> Vec<(DType, ReduceOp)> {
                 .into_iter()
                 .flat_map(|d| [ReduceOp::Sum, ReduceOp::Min].map(|o| (d, o))),
         )
-        .chain([(DType::U8, ReduceOp::Max), (DType::I32, ReduceOp::Prod)])
+        .chain([
+            (DType::U8, ReduceOp::Max),
+            (DType::I32, ReduceOp::Sum),
+            (DType::I32, ReduceOp::Prod),
+        ])
         .collect()
 }
 
@@ -1118,7 +1123,7 @@ mod tests {
     #[test]
     fn selections_follow_quick_and_the_filters() {
         let all = Selection::new(&CheckArgs::default(), 4).unwrap();
-        assert_eq!((all.cases.len(), all.combos.len(), all.policies.len()), (9, 17, 4));
+        assert_eq!((all.cases.len(), all.combos.len(), all.policies.len()), (9, 18, 4));
         assert_eq!(all.counts, vec![0, 1, 1000, 1_500_007]);
         let quick = CheckArgs {
             quick: true,

@@ -72,7 +72,7 @@ struct Cli {
     /// The factor from one size to the next (at least 2).
     #[arg(short = 'f', long = "stepfactor", default_value_t = 2, value_parser = clap::value_parser!(u64).range(2..))]
     factor: u64,
-    /// The element type: bf16, f16, f32, f8e4m3, f8e5m2.
+    /// The element type: bf16, f16, f32, f8e4m3, f8e5m2, f64, i8, u8, i32, u32, i64, u64.
     #[arg(short = 'd', long = "datatype", default_value = "bf16", value_parser = input::parse_dtype)]
     dtype: DType,
     /// The reduction: sum, prod, min, max, avg (all_reduce, reduce_scatter, reduce).
@@ -109,7 +109,8 @@ struct Cli {
     /// Draws busbw against size, a line per compression setting, into this PNG file.
     #[arg(long, value_name = "FILE.png")]
     plot: Option<PathBuf>,
-    /// The inputs: `normal` (N(0,1) of each rank's seed), `random` (every bit pattern alike:
+    /// The inputs: `normal` (N(0,1) of each rank's seed; integers: N(0, 100^2), 8-bit ones
+    /// N(0, 10^2)), `random` (every bit pattern alike:
     /// data that does not compress) or `file:PATH` (a raw file of `-d` elements, or a
     /// `.safetensors` file's tensors of `-d`).
     #[arg(long, default_value = "normal", value_parser = parse_data)]

@@ -75,12 +75,12 @@ fn ptx_sm90_matches_snapshots_and_passes_ptxas() {
     let (ptx, interface, resources) = nvidia_module(GpuArch::Sm90, SUBSET, |e| !sm90_skips(e));
     assert_eq!(
         resources.lines().filter(|l| is_collective(l)).count(),
-        11,
-        "the block kernel's seven dtypes, the warp kernel's three, the coding block kernel's one:\n{resources}"
+        12,
+        "the block kernel's eight dtypes, the warp kernel's three, the coding block kernel's one:\n{resources}"
     );
     assert_eq!(
         interface.names().iter().filter(|e| is_collective(e)).count(),
-        19,
+        22,
         "the sums of each collective kernel, one per dtype of the subset (the coding block kernel: the coded ones)"
     );
     // the block-channel kernels' launch bounds held: 512 threads fit the register file
@@ -154,10 +154,13 @@ fn ptx_sm80_passes_ptxas_with_the_same_kernels() {
 /// over another dtype x op, each dtype's code is in the sums, and each op's in the reduce
 /// kernels. The product build (`scripts/gpu-pack.sh`, the host's build script) keeps every
 /// variant, and the GPU machine's `zipcoll-comm check` runs them. Of the dtypes without coders
-/// (2026-12-06: the integers and f64, whose collective kernels are the RAW-only body) the
-/// subset holds i64 and f64, the 8-byte lanes; the other integers' code is the same body over
-/// the words of bf16's and fp8's widths, and their every operator is in the reduce kernels.
-const SUBSET: &str = "*:bf16:sum,*:f16:sum,*:f32:sum,*:f8*:sum,*:i64:sum,*:f64:sum,reduce_copy,warp_all_reduce";
+/// (f64 and the 64-bit integers, whose collective kernels are the RAW-only body) the subset
+/// holds i64 and f64, the 8-byte lanes. Of the coded integers it holds i32: its coders are
+/// f32's word width with a top-byte split; u32's differ from it in min and max only, and the
+/// 8-bit integers' coders are fp8's pair words with a nibble split. Every operator of every
+/// integer is in the reduce kernels.
+const SUBSET: &str =
+    "*:bf16:sum,*:f16:sum,*:f32:sum,*:f8*:sum,*:i32:sum,*:i64:sum,*:f64:sum,reduce_copy,warp_all_reduce";
 
 /// The variants of the second build of an architecture family (sm_80 beside sm_90, gfx950
 /// beside gfx942): every kernel in bf16 and the fp8 dtypes, whose conversions are what differs
@@ -193,7 +196,7 @@ fn amd_code_object_matches_snapshot(arch: GpuArch, subset: &str, sums: usize) {
 
 #[test]
 fn amd_gfx942_code_object_matches_snapshot() {
-    amd_code_object_matches_snapshot(GpuArch::Gfx942, SUBSET, 7);
+    amd_code_object_matches_snapshot(GpuArch::Gfx942, SUBSET, 8);
 }
 
 #[test]

@@ -24,7 +24,7 @@
 //!
 //! A split frame is emitted only if it is smaller than the data (`payload_bytes < raw_bytes`);
 //! otherwise, or if the coder runs out of room, the frame is RAW. Frames of a dtype without
-//! coders (`DType::coded`: the integers and f64) are always RAW, and a coded frame of one is
+//! coders (`DType::coded`: f64 and the 64-bit integers) are always RAW, and a coded frame of one is
 //! [`FrameError::CodecNotBuilt`] to the decoder. So a frame is never longer than
 //! [`max_encoded_len`]. The header's `raw_checksum` is [`crate::frame::checksum`] of the
 //! elements' bytes, computed by the warp ([`warp_checksum_words`]); the decoder recomputes it

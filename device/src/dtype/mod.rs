@@ -16,8 +16,8 @@
 //!
 //! Every split is exact: `join(split(x)) == x` for every bit pattern, NaN payloads and -0.0
 //! included ([`Split`]). The fp8 layouts are tabled in [`F8E4M3`] and [`F8E5M2`]. The symbol
-//! coders are built for the types reduced through or as f32 ([`DType::coded`]); the others move
-//! as RAW frames, their splits defined so that coders can be added without a format change.
+//! coders are built for the types reduced through or as f32 and for the 8- and 32-bit integers
+//! ([`DType::coded`]); f64 and the 64-bit integers move as RAW frames.
 //!
 //! Conversions are integer bit manipulation only (no `f16` type, no float-to-half casts), so
 //! the same code gives the same bits on GPUs and on the host. Finite values convert exactly
@@ -102,8 +102,21 @@ impl DType {
         DType::F64,
     ];
 
-    /// The dtypes the symbol coders are built for ([`DType::coded`]), in discriminant order.
-    pub const CODED: [DType; 5] = [DType::Bf16, DType::F16, DType::F32, DType::F8E4M3, DType::F8E5M2];
+    /// The dtypes the symbol coders are built for ([`DType::coded`]), in discriminant order:
+    /// [`DType::ALL`] filtered by it (a build error if the length is not their number).
+    pub const CODED: [DType; 9] = {
+        let mut out = [DType::Bf16; 9];
+        let (mut i, mut k) = (0, 0);
+        while i < DType::ALL.len() {
+            if DType::ALL[i].coded() {
+                out[k] = DType::ALL[i];
+                k += 1;
+            }
+            i += 1;
+        }
+        assert!(k == out.len(), "DType::CODED's length is the number of coded dtypes");
+        out
+    };
 
     /// The dtype whose `as u8` is `v`, if any.
     pub fn from_u8(v: u8) -> Option<DType> {
@@ -154,12 +167,23 @@ impl DType {
         )
     }
 
-    /// Whether the symbol coders are built for it: the float types reduced through or as f32.
-    /// Frames of the others are RAW (the collectives send them RAW whatever the policy).
+    /// Whether the symbol coders are built for it: the float types reduced through or as f32,
+    /// and the 8- and 32-bit integers. Frames of the others (f64, the 64-bit integers) are RAW
+    /// (the collectives send them RAW whatever the policy): their 56-bit raw parts do not fit
+    /// the frame coders' 32-bit raw-plane words, and a top-byte symbol could save at most an
+    /// eighth of their bytes.
     pub const fn coded(self) -> bool {
         matches!(
             self,
-            DType::Bf16 | DType::F16 | DType::F32 | DType::F8E4M3 | DType::F8E5M2
+            DType::Bf16
+                | DType::F16
+                | DType::F32
+                | DType::F8E4M3
+                | DType::F8E5M2
+                | DType::I8
+                | DType::U8
+                | DType::I32
+                | DType::U32
         )
     }
 

@@ -523,7 +523,7 @@ fn accepted_frames_reencode<T: Ty, C: SymbolCoder>(seed: u64, frames: usize) -> 
         // small frames, and large ones (a table and 32 streams pay off only there)
         let n = 1 + rng.below([200, 3000][k % 2]) as usize;
         let sigma = [1e-3, 1.0, 30.0, 1e6][k % 4];
-        let input = normal_elems::<T>(seed * 1000 + k as u64, n, sigma);
+        let input = T::typical(seed * 1000 + k as u64, n, sigma);
         let syms = symbols::<T>(&input);
         let (section, params, params2, mut canonical) = random_section(C::ID, &syms, T::SYMBOL_BITS, &mut rng);
         let mut frame = split_frame::<T, C>(&input, &section, params, params2);

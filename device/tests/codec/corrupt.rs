@@ -16,7 +16,7 @@ use zipcoll_device::frame::{checksum, frame_len, FrameError, FrameHeader, BLOCK_
 /// The frame under test: N(0,1) values (an odd count, so fp8 has a half-filled last word),
 /// and its input.
 fn sample<E: Encoder, T: Ty>() -> (Vec<T::Bits>, Vec<u8>) {
-    let input = normal_elems::<T>(77, 101, 1.0);
+    let input = T::typical(77, 101, 1.0);
     let frame = encode_all::<32, E, T>(std::slice::from_ref(&input)).remove(0);
     (input, frame)
 }

@@ -1,8 +1,15 @@
 //! Test data: every split word of a 16-bit split laid out so each symbol and each raw part
-//! meets every lane position, random frames of assorted kinds, and N(0,1) tensors.
+//! meets every lane position, random frames of assorted kinds, and N(0,1) tensors; the
+//! harness's [`Ty`] for every coded dtype.
+//!
+//! | dtype | special values | typical values |
+//! |-------|----------------|----------------|
+//! | bf16, f16, f32, fp8 | ±0, ±inf, NaN payloads, subnormals, near the largest, ±1 | N(0, sigma^2) |
+//! | i8, u8, i32, u32 | 0, ±1, all ones, the top bit alone, the largest signed, a power of two | N(0, (64 sigma)^2) rounded (its magnitude when unsigned) |
 
+use crate::harness::Ty;
 use crate::util::Rng;
-use zipcoll_device::dtype::{DType, Elem, F32Exact, Split};
+use zipcoll_device::dtype::{Bf16, DType, Elem, F32Exact, Split, F16, F32, F8E4M3, F8E5M2, I32, I8, U32, U8};
 use zipcoll_targets::Word;
 
 /// Lane positions the layouts cover: a 64-lane warp step (and so every 32-lane one).
@@ -16,7 +23,7 @@ pub fn format(d: DType) -> (u32, u32) {
         DType::F32 => (8, 23),
         DType::F8E4M3 => (4, 3),
         DType::F8E5M2 => (5, 2),
-        other => panic!("{other:?} is not a coded float type"),
+        other => panic!("{other:?} is not a float type"),
     }
 }
 
@@ -94,9 +101,9 @@ pub fn shuffle<X>(v: &mut [X], rng: &mut Rng) {
     }
 }
 
-/// A random special pattern of `T`: ±0, ±inf or NaN (random payload), a subnormal, a value
-/// near the largest, or ±1.
-pub fn special<T: Elem>(rng: &mut Rng) -> T::Bits {
+/// A random special pattern of the float `T`: ±0, ±inf or NaN (random payload), a subnormal,
+/// a value near the largest, or ±1.
+fn special_float<T: Elem>(rng: &mut Rng) -> T::Bits {
     let (e, m) = format(T::DTYPE);
     let sign = rng.below(2) << (e + m);
     let man = rng.next_u64() & ((1 << m) - 1);
@@ -112,10 +119,10 @@ pub fn special<T: Elem>(rng: &mut Rng) -> T::Bits {
     T::Bits::from_bits64(sign | v)
 }
 
-/// `len` random elements of `T` of one of five kinds (`kind % 5`): random bits; N(0,1)
-/// scaled by a random power of two; that with 10% specials; one value repeated; values in a
-/// few binades with 2% random outliers.
-pub fn random_elems<T: F32Exact>(kind: u32, seed: u64, len: usize) -> Vec<T::Bits> {
+/// `len` random elements of the float `T` of one of five kinds (`kind % 5`): random bits;
+/// N(0,1) scaled by a random power of two; that with 10% specials; one value repeated; values
+/// in a few binades with 2% random outliers.
+fn random_floats<T: F32Exact>(kind: u32, seed: u64, len: usize) -> Vec<T::Bits> {
     let mut rng = Rng(seed);
     let bits = 8 * T::DTYPE.size_bytes() as u32;
     let random = |rng: &mut Rng| T::Bits::from_bits64(rng.next_u64() & ((1u64 << bits) - 1));
@@ -127,7 +134,7 @@ pub fn random_elems<T: F32Exact>(kind: u32, seed: u64, len: usize) -> Vec<T::Bit
         2 => (0..len)
             .map(|_| {
                 if rng.below(10) == 0 {
-                    special::<T>(&mut rng)
+                    special_float::<T>(&mut rng)
                 } else {
                     normal(&mut rng)
                 }
@@ -136,7 +143,7 @@ pub fn random_elems<T: F32Exact>(kind: u32, seed: u64, len: usize) -> Vec<T::Bit
         3 => {
             let v = match rng.below(3) {
                 0 => random(&mut rng),
-                1 => special::<T>(&mut rng),
+                1 => special_float::<T>(&mut rng),
                 _ => normal(&mut rng),
             };
             vec![v; len]
@@ -160,3 +167,118 @@ pub fn normal_elems<T: F32Exact>(seed: u64, len: usize, sigma: f64) -> Vec<T::Bi
     let mut rng = Rng(seed);
     (0..len).map(|_| T::from_f32((rng.normal() * sigma) as f32)).collect()
 }
+
+/// `impl Ty` for the float types.
+macro_rules! float_ty {
+    ($($t:ty),*) => {$(
+        impl Ty for $t {
+            fn special(rng: &mut Rng) -> Self::Bits {
+                special_float::<$t>(rng)
+            }
+            fn random_elems(kind: u32, seed: u64, len: usize) -> Vec<Self::Bits> {
+                random_floats::<$t>(kind, seed, len)
+            }
+            fn typical(seed: u64, len: usize, sigma: f64) -> Vec<Self::Bits> {
+                normal_elems::<$t>(seed, len, sigma)
+            }
+        }
+    )*};
+}
+float_ty!(Bf16, F16, F32, F8E4M3, F8E5M2);
+
+/// Width in bits and signedness of the integer `T`.
+fn int_format<T: Elem>() -> (u32, bool) {
+    let bits = 8 * T::DTYPE.size_bytes() as u32;
+    (bits, matches!(T::DTYPE, DType::I8 | DType::I32))
+}
+
+/// The integer `v` wrapped to `T`'s width.
+fn wrap<T: Elem>(v: i64) -> T::Bits {
+    let (bits, _) = int_format::<T>();
+    T::Bits::from_bits64(v as u64 & (u64::MAX >> (64 - bits)))
+}
+
+/// A random special value of the integer `T`: 0, 1, -1 (all ones), the top bit alone (the
+/// least signed value), the largest signed value, or a random power of two.
+fn special_int<T: Elem>(rng: &mut Rng) -> T::Bits {
+    let (bits, _) = int_format::<T>();
+    let top = 1i64 << (bits - 1);
+    wrap::<T>(match rng.below(6) {
+        0 => 0,
+        1 => 1,
+        2 => -1,
+        3 => top,
+        4 => top - 1,
+        _ => 1i64 << rng.below(u64::from(bits)),
+    })
+}
+
+/// N(0, scale^2) rounded to an integer of `T` (its magnitude when `T` is unsigned).
+fn scaled_normal<T: Elem>(rng: &mut Rng, scale: f64) -> T::Bits {
+    let (_, signed) = int_format::<T>();
+    let v = (rng.normal() * scale).round() as i64;
+    wrap::<T>(if signed { v } else { v.abs() })
+}
+
+/// `len` random elements of the integer `T` of one of five kinds (`kind % 5`): random bits;
+/// [`scaled_normal`] at a random power-of-two scale; that with 10% specials; one value
+/// repeated; indices below a random power of two above a random base, with 2% random values.
+fn random_ints<T: Elem>(kind: u32, seed: u64, len: usize) -> Vec<T::Bits> {
+    let mut rng = Rng(seed);
+    let (bits, _) = int_format::<T>();
+    let random = |rng: &mut Rng| wrap::<T>(rng.next_u64() as i64);
+    let scale = (2.0f64).powi(rng.below(u64::from(bits - 1)) as i32);
+    match kind % 5 {
+        0 => (0..len).map(|_| random(&mut rng)).collect(),
+        1 => (0..len).map(|_| scaled_normal::<T>(&mut rng, scale)).collect(),
+        2 => (0..len)
+            .map(|_| {
+                if rng.below(10) == 0 {
+                    special_int::<T>(&mut rng)
+                } else {
+                    scaled_normal::<T>(&mut rng, scale)
+                }
+            })
+            .collect(),
+        3 => {
+            let v = match rng.below(3) {
+                0 => random(&mut rng),
+                1 => special_int::<T>(&mut rng),
+                _ => scaled_normal::<T>(&mut rng, scale),
+            };
+            vec![v; len]
+        }
+        _ => {
+            let base = rng.next_u64() as i64 >> rng.below(64);
+            let span = 1u64 << rng.below(u64::from(bits));
+            (0..len)
+                .map(|_| {
+                    if rng.below(50) == 0 {
+                        random(&mut rng)
+                    } else {
+                        wrap::<T>(base.wrapping_add(rng.below(span) as i64))
+                    }
+                })
+                .collect()
+        }
+    }
+}
+
+/// `impl Ty` for the coded integer types.
+macro_rules! int_ty {
+    ($($t:ty),*) => {$(
+        impl Ty for $t {
+            fn special(rng: &mut Rng) -> Self::Bits {
+                special_int::<$t>(rng)
+            }
+            fn random_elems(kind: u32, seed: u64, len: usize) -> Vec<Self::Bits> {
+                random_ints::<$t>(kind, seed, len)
+            }
+            fn typical(seed: u64, len: usize, sigma: f64) -> Vec<Self::Bits> {
+                let mut rng = Rng(seed);
+                (0..len).map(|_| scaled_normal::<$t>(&mut rng, 64.0 * sigma)).collect()
+            }
+        }
+    )*};
+}
+int_ty!(I8, U8, I32, U32);

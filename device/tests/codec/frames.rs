@@ -2,7 +2,7 @@
 //! special values, random frames (proptest), with frames encoded on 32 and 64 lanes compared
 //! byte for byte and decoded on both.
 
-use crate::data::{exhaustive_frames, fp8_frames, random_elems, special};
+use crate::data::{exhaustive_frames, fp8_frames};
 use crate::harness::{roundtrip, roundtrip_cross, Encoder, Ty};
 use crate::util::Rng;
 use zipcoll_device::codec::CodecId;
@@ -44,28 +44,28 @@ pub fn specials_and_lengths<E: Encoder, T: Ty>() {
             (0..n)
                 .map(|i| {
                     if i % 3 == 0 {
-                        special::<T>(&mut rng)
+                        T::special(&mut rng)
                     } else {
-                        random_elems::<T>(1, i as u64, 1)[0]
+                        T::random_elems(1, i as u64, 1)[0]
                     }
                 })
                 .collect()
         })
         .collect();
     for _ in 0..8 {
-        let v = special::<T>(&mut rng);
+        let v = T::special(&mut rng);
         let n = rng.below(300) as usize;
         inputs.push(vec![v; n]);
     }
     for kind in 0..5 {
-        inputs.push(random_elems::<T>(kind, 100 + kind as u64, 250 + kind as usize));
+        inputs.push(T::random_elems(kind, 100 + kind as u64, 250 + kind as usize));
     }
     roundtrip::<E, T>(&inputs);
 }
 
 /// One proptest case: a batch of random frames of the given kinds, seeds and lengths.
 pub fn random_batch<E: Encoder, T: Ty>(frames: &[(u32, u64, usize)]) {
-    let inputs: Vec<Vec<T::Bits>> = frames.iter().map(|(k, s, n)| random_elems::<T>(*k, *s, *n)).collect();
+    let inputs: Vec<Vec<T::Bits>> = frames.iter().map(|(k, s, n)| T::random_elems(*k, *s, *n)).collect();
     roundtrip::<E, T>(&inputs);
 }
 

@@ -5,12 +5,12 @@
 //! any `SymbolCoder` `C`. Adding a coder to every test is one line in `main.rs`'s
 //! `codec_tests!` list.
 
-use crate::util::SharedBuf;
+use crate::util::{Rng, SharedBuf};
 use std::marker::PhantomData;
 use std::sync::Mutex;
 use zipcoll_device::codec::SymbolCoder;
 use zipcoll_device::codec::{decode_frame, encode_frame, encode_raw_frame, max_encoded_len, CodecId, LaneOut};
-use zipcoll_device::dtype::{F32Exact, Split};
+use zipcoll_device::dtype::Split;
 use zipcoll_device::frame::{FrameError, FrameHeader};
 use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
 use zipcoll_targets::{Lanes, Warp, Word};
@@ -19,9 +19,20 @@ use zipcoll_targets::{Lanes, Warp, Word};
 pub trait Moved: Split<Bits: Send + Sync> {}
 impl<T: Split<Bits: Send + Sync>> Moved for T {}
 
-/// A dtype under test: a coded float type ([`Moved`] and [`F32Exact`]).
-pub trait Ty: Moved + F32Exact {}
-impl<T: Moved + F32Exact> Ty for T {}
+/// A coded dtype under test, with its test data (`data.rs` implements it for each).
+pub trait Ty: Moved {
+    /// A random special value: for a float ±0, ±inf, NaN with a random payload, a
+    /// subnormal, a value near the largest, or ±1; for an integer 0, ±1, its least or largest
+    /// value, or a random power of two.
+    fn special(rng: &mut Rng) -> Self::Bits;
+    /// `len` random elements of one of five kinds (`kind % 5`): random bits; typical values
+    /// at a random scale; those with 10% specials; one value repeated; values of a narrow
+    /// range with 2% random outliers.
+    fn random_elems(kind: u32, seed: u64, len: usize) -> Vec<Self::Bits>;
+    /// `len` typical values: for a float N(0, sigma^2) rounded to it; for an integer
+    /// N(0, (64 sigma)^2) rounded (its magnitude for an unsigned type), wrapped to the type.
+    fn typical(seed: u64, len: usize, sigma: f64) -> Vec<Self::Bits>;
+}
 
 /// A way to encode frames.
 pub trait Encoder {

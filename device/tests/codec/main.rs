@@ -12,7 +12,7 @@
 //! | `canonical` | frames the encoders never write are `Corrupt`; frames that decode re-encode the same |
 //! | `coder`   | symbol coders alone: bounds, exactly-once `put`, `OutOfSpace`                    |
 //! | `ratio`   | compression on N(0,1) data (printed), the coders' choices                       |
-//! | `uncoded` | the dtypes without coders (integers, f64): RAW from every coder, coded frames `CodecNotBuilt` |
+//! | `uncoded` | the dtypes without coders (f64, i64, u64): RAW from every coder, coded frames `CodecNotBuilt` |
 //!
 //! Every frame test runs per coder from the lists at the end of this file: adding a coder to
 //! all of them is one `split_codec_tests!` line.
@@ -31,8 +31,8 @@ mod uncoded;
 mod util;
 
 /// The frame tests of one encoder, in a module `$name`: round trips (exhaustive for bf16,
-/// f16, e4m3 and e5m2; specials and every short length for every dtype; proptest batches for
-/// every dtype) and corruption (bf16, e4m3, f32).
+/// f16, e4m3, e5m2 and the pairs of i8 and u8; specials and every short length for every
+/// dtype; proptest batches for every dtype) and corruption (bf16, e4m3, f32, i32, u8).
 macro_rules! frame_tests {
     ($name:ident, $enc:ty) => {
         mod $name {
@@ -40,7 +40,7 @@ macro_rules! frame_tests {
             use super::*;
             use crate::{corrupt, frames};
             use proptest::prelude::*;
-            use zipcoll_device::dtype::{Bf16, F16, F32, F8E4M3, F8E5M2};
+            use zipcoll_device::dtype::{Bf16, F16, F32, F8E4M3, F8E5M2, I32, I8, U32, U8};
 
             #[test]
             fn exhaustive_bf16() {
@@ -56,12 +56,21 @@ macro_rules! frame_tests {
                 frames::exhaustive_fp8::<$enc, F8E5M2>();
             }
             #[test]
+            fn exhaustive_int8_pairs() {
+                frames::exhaustive_16::<$enc, I8>();
+                frames::exhaustive_16::<$enc, U8>();
+            }
+            #[test]
             fn specials_and_lengths() {
                 frames::specials_and_lengths::<$enc, Bf16>();
                 frames::specials_and_lengths::<$enc, F16>();
                 frames::specials_and_lengths::<$enc, F32>();
                 frames::specials_and_lengths::<$enc, F8E4M3>();
                 frames::specials_and_lengths::<$enc, F8E5M2>();
+                frames::specials_and_lengths::<$enc, I8>();
+                frames::specials_and_lengths::<$enc, U8>();
+                frames::specials_and_lengths::<$enc, I32>();
+                frames::specials_and_lengths::<$enc, U32>();
             }
             proptest! {
                 #![proptest_config(ProptestConfig::with_cases(12))]
@@ -76,36 +85,53 @@ macro_rules! frame_tests {
                     frames::random_batch::<$enc, F8E4M3>(&batch);
                     frames::random_batch::<$enc, F8E5M2>(&batch);
                 }
+                #[test]
+                fn random_ints(batch in frames::batch_strategy()) {
+                    frames::random_batch::<$enc, I8>(&batch);
+                    frames::random_batch::<$enc, U8>(&batch);
+                    frames::random_batch::<$enc, I32>(&batch);
+                    frames::random_batch::<$enc, U32>(&batch);
+                }
             }
             #[test]
             fn corrupt_header_bits() {
                 corrupt::header_bits::<$enc, Bf16>();
                 corrupt::header_bits::<$enc, F8E4M3>();
                 corrupt::header_bits::<$enc, F32>();
+                corrupt::header_bits::<$enc, I32>();
+                corrupt::header_bits::<$enc, U8>();
             }
             #[test]
             fn corrupt_payload_bits() {
                 corrupt::payload_bits::<$enc, Bf16>();
                 corrupt::payload_bits::<$enc, F8E4M3>();
                 corrupt::payload_bits::<$enc, F32>();
+                corrupt::payload_bits::<$enc, I32>();
+                corrupt::payload_bits::<$enc, U8>();
             }
             #[test]
             fn corrupt_truncated() {
                 corrupt::truncated::<$enc, Bf16>();
                 corrupt::truncated::<$enc, F8E4M3>();
                 corrupt::truncated::<$enc, F32>();
+                corrupt::truncated::<$enc, I32>();
+                corrupt::truncated::<$enc, U8>();
             }
             #[test]
             fn corrupt_resealed() {
                 corrupt::resealed::<$enc, Bf16>();
                 corrupt::resealed::<$enc, F8E4M3>();
                 corrupt::resealed::<$enc, F32>();
+                corrupt::resealed::<$enc, I32>();
+                corrupt::resealed::<$enc, U8>();
             }
             #[test]
             fn corrupt_crafted() {
                 corrupt::crafted::<$enc, Bf16>();
                 corrupt::crafted::<$enc, F8E4M3>();
                 corrupt::crafted::<$enc, F32>();
+                corrupt::crafted::<$enc, I32>();
+                corrupt::crafted::<$enc, U8>();
             }
         }
     };

@@ -2,14 +2,15 @@
 //! chose: ExpWindow's window and escapes, FixedLen's sub-block widths.
 
 use crate::data::normal_elems;
-use crate::harness::{encode_all, roundtrip, With};
-use zipcoll_device::codec::{ExpWindow, FixedLen};
-use zipcoll_device::dtype::{Bf16, F16, F32, F8E4M3, F8E5M2};
+use crate::harness::{encode_all, roundtrip, Encoder, Ty, With};
+use crate::util::Rng;
+use zipcoll_device::codec::{ExpAns, ExpWindow, FixedLen, Huffman};
+use zipcoll_device::dtype::{Bf16, F16, F32, F8E4M3, F8E5M2, I32, U32, U8};
 use zipcoll_device::frame::{FrameHeader, HEADER_BYTES};
 
 /// Bits per element over 4 frames of 4096 N(0, sigma^2) elements of `T` with encoder `E`.
 fn bits_per_value<E: crate::harness::Encoder, T: crate::harness::Ty>(sigma: f64) -> f64 {
-    let inputs: Vec<Vec<T::Bits>> = (0..4).map(|s| normal_elems::<T>(s, 4096, sigma)).collect();
+    let inputs: Vec<Vec<T::Bits>> = (0..4).map(|s| T::typical(s, 4096, sigma)).collect();
     let frames = encode_all::<32, E, T>(&inputs);
     frames.iter().map(|f| f.len()).sum::<usize>() as f64 * 8.0 / (4.0 * 4096.0)
 }
@@ -42,6 +43,60 @@ fn ratios_on_normal_data() {
     assert!(f < 28.0 && e < 28.0);
     row::<F8E4M3>(1.0);
     row::<F8E5M2>(1.0);
+}
+
+/// Bits per element of `inputs` coded by `E`, and that for each coder (printed).
+fn int_bits<T: Ty>(what: &str, inputs: &[Vec<T::Bits>]) -> [f64; 4] {
+    fn bits<E: Encoder, T: Ty>(inputs: &[Vec<T::Bits>]) -> f64 {
+        let n: usize = inputs.iter().map(Vec::len).sum();
+        encode_all::<32, E, T>(inputs).iter().map(Vec::len).sum::<usize>() as f64 * 8.0 / n as f64
+    }
+    let got = [
+        bits::<With<FixedLen>, T>(inputs),
+        bits::<With<ExpWindow>, T>(inputs),
+        bits::<With<ExpAns>, T>(inputs),
+        bits::<With<Huffman>, T>(inputs),
+    ];
+    println!(
+        "{:?} {what}: fixedlen {:.2}, expwindow {:.2}, expans {:.2}, huffman {:.2} bits/value",
+        T::DTYPE,
+        got[0],
+        got[1],
+        got[2],
+        got[3]
+    );
+    got
+}
+
+/// The integers' coders save bytes where the high bits repeat: the raw part (24 bits of i32,
+/// the low nibble of u8) stays, the symbol (top byte, high nibble) shrinks to what it holds.
+#[test]
+fn integers_code_below_their_width_where_high_bits_repeat() {
+    // i32 N(0, 64^2): top byte 0x00 or 0xFF, one bit; the entropy coders stay near 25 bits
+    let signed: Vec<Vec<u32>> = (0..4).map(|s| I32::typical(s, 4096, 1.0)).collect();
+    let [_, _, ans, huf] = int_bits::<I32>("N(0, 64^2)", &signed);
+    assert!(ans < 25.5 && huf < 25.5, "i32: expans {ans}, huffman {huf} bits/value");
+    // u32 magnitudes below 2^24: top byte 0, every coder within about a bit of 24 bits
+    // (FixedLen's and ExpWindow's per-block widths and windows cost 0.5-1 bit)
+    let unsigned: Vec<Vec<u32>> = (0..4).map(|s| U32::typical(s, 4096, 1.0)).collect();
+    for (b, codec) in
+        int_bits::<U32>("|N(0, 64^2)|", &unsigned)
+            .iter()
+            .zip(["fixedlen", "expwindow", "expans", "huffman"])
+    {
+        assert!(*b < 25.5, "u32 {codec}: {b} bits/value");
+    }
+    // u8 below 16: both high nibbles 0; 4 raw bits a value and at most 0.6 more
+    let mut rng = Rng(5);
+    let small: Vec<Vec<u8>> = (0..4)
+        .map(|_| (0..4096).map(|_| rng.below(16) as u8).collect())
+        .collect();
+    for (b, codec) in int_bits::<U8>("below 16", &small)
+        .iter()
+        .zip(["fixedlen", "expwindow", "expans", "huffman"])
+    {
+        assert!(*b < 4.75, "u8 {codec}: {b} bits/value");
+    }
 }
 
 /// On N(0,1) bf16 ExpWindow picks k = 3 with a few percent escapes.

@@ -186,8 +186,8 @@ fn elements(dtype: DType, data: &[u8]) -> Result<usize> {
     Ok(data.len() / size)
 }
 
-/// Checks that the codecs are built for `dtype` ([`DType::coded`]): the integers and f64 move
-/// through the collectives uncompressed, and the frame codec API does not take them.
+/// Checks that the codecs are built for `dtype` ([`DType::coded`]): f64 and the 64-bit integers
+/// move through the collectives uncompressed, and the frame codec API does not take them.
 fn check_coded(dtype: DType) -> Result<()> {
     if dtype.coded() {
         Ok(())

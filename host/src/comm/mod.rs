@@ -863,7 +863,7 @@ impl Communicator {
             checked: None,
         };
         match opts.compression.unwrap_or(self.config.compression) {
-            // no coder is built for the integers and f64: they travel RAW whatever the policy
+            // no coder is built for f64 and the 64-bit integers: they travel RAW whatever the policy
             _ if !dtype.coded() => Ok(by_size(CodecId::Raw)),
             Compression::Off => Ok(by_size(CodecId::Raw)),
             Compression::Lossless(Lossless::Force(c)) => Ok(by_size(c)),

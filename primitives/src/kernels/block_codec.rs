@@ -116,7 +116,7 @@ unsafe fn encode_each<W: Warp + SharedMem, T: Split>(
 /// As `encode_frames`; launched with whole warps and at least [`encode_shared_bytes`] of
 /// dynamic shared memory for `BLOCK_THREADS` threads (less makes frames fail with
 /// `ScratchTooSmall`, never access outside it).
-#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2], codec = [expans], vendor = [nvptx])]
+#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2, i8, u8, i32, u32], codec = [expans], vendor = [nvptx])]
 pub unsafe fn encode_block_frames<W: Warp + SharedMem, T: Split, C: BlockCoder>(
     w: W,
     input: *const T::Bits,
@@ -145,7 +145,7 @@ pub unsafe fn encode_block_frames<W: Warp + SharedMem, T: Split, C: BlockCoder>(
 ///
 /// # Safety
 /// As [`encode_block_frames`].
-#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2], vendor = [nvptx])]
+#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2, i8, u8, i32, u32], vendor = [nvptx])]
 pub unsafe fn encode_block_raw_frames<W: Warp + SharedMem, T: Split>(
     w: W,
     input: *const T::Bits,
@@ -175,7 +175,7 @@ pub unsafe fn encode_block_raw_frames<W: Warp + SharedMem, T: Split>(
 /// # Safety
 /// As `decode_frames`; launched with whole warps and at least [`decode_shared_bytes`] of
 /// dynamic shared memory for `BLOCK_THREADS` threads.
-#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2], vendor = [nvptx])]
+#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2, i8, u8, i32, u32], vendor = [nvptx])]
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn decode_block_frames<W: Warp + SharedMem, T: Split>(
     w: W,

@@ -114,7 +114,7 @@ unsafe fn encode_each<W: Warp, T: Elem>(
 /// With `nframes = ceil(n / frame_elems)`: `input` is valid for `n` reads, `out` for
 /// `nframes * slot_bytes` writes and `frame_bytes` for `nframes` writes, none overlapping.
 /// Launch with a block size that is a multiple of the warp width (whole warps).
-#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2], codec = [fixedlen, expwindow, expans, huffman], vendor = [nvptx, amdgpu])]
+#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2, i8, u8, i32, u32], codec = [fixedlen, expwindow, expans, huffman], vendor = [nvptx, amdgpu])]
 pub unsafe fn encode_frames<W: Warp, T: Split, C: SymbolCoder>(
     w: W,
     input: *const T::Bits,
@@ -143,7 +143,7 @@ pub unsafe fn encode_frames<W: Warp, T: Split, C: SymbolCoder>(
 ///
 /// # Safety
 /// As [`encode_frames`].
-#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2], vendor = [nvptx, amdgpu])]
+#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2, i8, u8, i32, u32], vendor = [nvptx, amdgpu])]
 pub unsafe fn encode_raw_frames<W: Warp, T: Elem>(
     w: W,
     input: *const T::Bits,
@@ -179,7 +179,7 @@ pub unsafe fn encode_raw_frames<W: Warp, T: Elem>(
 /// `frame_offsets` and `frame_lens` are valid for `nframes` reads, `out` for `n` writes and
 /// `status` for `4 * nframes` writes; `out` and `status` overlap nothing else. Launch with a
 /// block size that is a multiple of the warp width (whole warps).
-#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2], vendor = [nvptx, amdgpu])]
+#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2, i8, u8, i32, u32], vendor = [nvptx, amdgpu])]
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn decode_frames<W: Warp, T: Split>(
     w: W,

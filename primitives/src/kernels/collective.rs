@@ -82,7 +82,7 @@ pub unsafe fn collective_block<W: Warp + SharedMem, T: Split, O: RedOp>(w: W, wo
 ///
 /// # Safety
 /// As [`collective_block`].
-#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2], op = [sum, prod, min, max, avg], vendor = [nvptx])]
+#[kernel(dtype = [bf16, f16, f32, f8e4m3, f8e5m2, i8, u8, i32, u32], op = [sum, prod, min, max, avg], vendor = [nvptx])]
 pub unsafe fn collective_block_coded<W: Warp + SharedMem, T: Split, O: RedOp>(
     w: W,
     works: *const u8,

@@ -156,7 +156,7 @@ impl Compression for ByChannel {
 }
 
 /// The compression that kernels which choose the codec at run time build for a dtype:
-/// [`ByChannel`] for the coded float types, [`RawOnly`] for the others (no symbol coder is built
+/// [`ByChannel`] for the coded types, [`RawOnly`] for the others (no symbol coder is built
 /// for them, `DType::coded`, so their kernels stay the size of the RAW-only one).
 pub trait Coding: Split {
     /// [`ByChannel`] or [`RawOnly`].
@@ -173,7 +173,8 @@ macro_rules! coding {
 }
 coding! {
     Bf16 => ByChannel, F16 => ByChannel, F32 => ByChannel, F8E4M3 => ByChannel, F8E5M2 => ByChannel,
-    I8 => RawOnly, U8 => RawOnly, I32 => RawOnly, U32 => RawOnly, I64 => RawOnly, U64 => RawOnly, F64 => RawOnly,
+    I8 => ByChannel, U8 => ByChannel, I32 => ByChannel, U32 => ByChannel,
+    I64 => RawOnly, U64 => RawOnly, F64 => RawOnly,
 }
 
 /// RAW frames sent, and only RAW frames decoded (see the module table).
