@@ -14,13 +14,38 @@ use zipcoll_device::codec::{
     decode_frame, encode_frame, encode_raw_frame, max_encoded_len, CodecId, ExpAns, ExpWindow, FixedLen, Huffman,
     LaneOut, SymbolCoder,
 };
-use zipcoll_device::dtype::{Bf16, Elem, Split, F16, F32, F8E4M3, F8E5M2};
+use zipcoll_device::dtype::{Bf16, Elem, Split, F16, F32, F8E4M3, F8E5M2, I32, I8, U32, U8};
 use zipcoll_device::frame::{FrameError, FrameHeader, BLOCK_FRAME_VERSION, HEADER_BYTES};
 use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
 use zipcoll_targets::{SharedMem, Word};
 
 /// Lanes of the simulated warp.
 pub const W: u32 = 32;
+
+/// The coded dtypes, in the order a target's dtype byte picks them (`byte % 9`).
+pub const CODED_DTYPES: u8 = 9;
+
+/// Evaluates `$body` with `$T` the coded dtype that byte `$pick` picks (`$pick % 9`): bf16,
+/// f16, f32, f8e4m3, f8e5m2, i8, u8, i32, u32.
+macro_rules! by_dtype {
+    ($pick:expr, |$T:ident| $body:expr) => {
+        match $pick % CODED_DTYPES {
+            0 => by_dtype!(@one Bf16, $T, $body),
+            1 => by_dtype!(@one F16, $T, $body),
+            2 => by_dtype!(@one F32, $T, $body),
+            3 => by_dtype!(@one F8E4M3, $T, $body),
+            4 => by_dtype!(@one F8E5M2, $T, $body),
+            5 => by_dtype!(@one I8, $T, $body),
+            6 => by_dtype!(@one U8, $T, $body),
+            7 => by_dtype!(@one I32, $T, $body),
+            _ => by_dtype!(@one U32, $T, $body),
+        }
+    };
+    (@one $t:ty, $T:ident, $body:expr) => {{
+        type $T = $t;
+        $body
+    }};
+}
 /// Threads of the simulated block that codes block frames: two warps. The codec kernels use
 /// 128 (`primitives/src/kernels/block_codec.rs`); a block frame's bytes do not depend on the
 /// block size, and two warps take every block-wide step (barriers, the block's checksum sum)
@@ -188,20 +213,14 @@ where
     roundtrip_with::<T>("frame", input, || try_encode::<T, C>(input, raw), decode::<T>);
 }
 
-/// A round-trip target of coder `C` (`raw`: RAW frames): the first byte picks the dtype, the
-/// rest is the data (at most 4096 elements).
+/// A round-trip target of coder `C` (`raw`: RAW frames): the first byte picks the dtype
+/// ([`by_dtype`]), the rest is the data (at most 4096 elements).
 pub fn fuzz_roundtrip<C: SymbolCoder>(data: &[u8], raw: bool) {
     let Some((dtype, rest)) = data.split_first() else {
         return;
     };
     let rest = &rest[..rest.len().min(4096 * 4)];
-    match dtype % 5 {
-        0 => roundtrip::<Bf16, C>(&elems::<Bf16>(rest), raw),
-        1 => roundtrip::<F16, C>(&elems::<F16>(rest), raw),
-        2 => roundtrip::<F32, C>(&elems::<F32>(rest), raw),
-        3 => roundtrip::<F8E4M3, C>(&elems::<F8E4M3>(rest), raw),
-        _ => roundtrip::<F8E5M2, C>(&elems::<F8E5M2>(rest), raw),
-    }
+    by_dtype!(dtype, |T| roundtrip::<T, C>(&elems::<T>(rest), raw))
 }
 
 /// Runs `f` on every thread of one simulated block of [`BLOCK_THREADS`] threads with `shared`
@@ -284,13 +303,7 @@ pub fn fuzz_decode_block(data: &[u8]) {
         return;
     };
     let capacity = usize::from(u16::from_le_bytes([c0, c1])) % 8192;
-    match dtype % 5 {
-        0 => decode_block_as::<Bf16>(frame, capacity),
-        1 => decode_block_as::<F16>(frame, capacity),
-        2 => decode_block_as::<F32>(frame, capacity),
-        3 => decode_block_as::<F8E4M3>(frame, capacity),
-        _ => decode_block_as::<F8E5M2>(frame, capacity),
-    }
+    by_dtype!(dtype, |T| decode_block_as::<T>(frame, capacity))
 }
 
 /// [`roundtrip_with`] a block frame (ExpAns; `raw`: RAW).
@@ -314,11 +327,5 @@ pub fn fuzz_roundtrip_block(data: &[u8]) {
     };
     let rest = &rest[..rest.len().min(4096 * 4)];
     let raw = pick & 0x80 != 0;
-    match (pick & 0x7F) % 5 {
-        0 => roundtrip_block_as::<Bf16>(&elems::<Bf16>(rest), raw),
-        1 => roundtrip_block_as::<F16>(&elems::<F16>(rest), raw),
-        2 => roundtrip_block_as::<F32>(&elems::<F32>(rest), raw),
-        3 => roundtrip_block_as::<F8E4M3>(&elems::<F8E4M3>(rest), raw),
-        _ => roundtrip_block_as::<F8E5M2>(&elems::<F8E5M2>(rest), raw),
-    }
+    by_dtype!(pick & 0x7F, |T| roundtrip_block_as::<T>(&elems::<T>(rest), raw))
 }

@@ -5,20 +5,24 @@
 
 use crate::{fuzz_decode, fuzz_decode_block, fuzz_roundtrip, fuzz_roundtrip_block};
 use zipcoll_device::codec::{ExpAns, ExpWindow, FixedLen, Huffman};
-use zipcoll_device::dtype::{Bf16, F16, F32, F8E4M3, F8E5M2};
+use zipcoll_device::dtype::{Bf16, F16, F32, F8E4M3, F8E5M2, I32, I8, U32, U8};
 use zipcoll_device::frame::{FrameHeader, HEADER_BYTES};
 
 /// A fuzz target: any bytes in, a panic on a finding.
 pub type Target = fn(&[u8]);
 
 /// Every target by name: the names of `fuzz/fuzz_targets/*.rs` and `fuzz/corpus/*`.
-pub const TARGETS: [(&str, Target); 15] = [
+pub const TARGETS: [(&str, Target); 19] = [
     ("frame_header", frame_header),
     ("decode_bf16", decode_bf16),
     ("decode_f16", decode_f16),
     ("decode_f32", decode_f32),
     ("decode_f8e4m3", decode_f8e4m3),
     ("decode_f8e5m2", decode_f8e5m2),
+    ("decode_i8", decode_i8),
+    ("decode_u8", decode_u8),
+    ("decode_i32", decode_i32),
+    ("decode_u32", decode_u32),
     ("roundtrip_raw", roundtrip_raw),
     ("roundtrip_fixed_len", roundtrip_fixed_len),
     ("roundtrip_exp_window", roundtrip_exp_window),
@@ -37,30 +41,26 @@ pub fn frame_header(data: &[u8]) {
     }
 }
 
-/// Frames of bf16 with any codec: see [`fuzz_decode`].
-pub fn decode_bf16(data: &[u8]) {
-    fuzz_decode::<Bf16>(data)
+/// One decode target per coded dtype: frames of that dtype with any codec, see [`fuzz_decode`].
+macro_rules! decode_targets {
+    ($($name:ident: $t:ty),* $(,)?) => {$(
+        #[doc = concat!("Frames of `", stringify!($t), "` with any codec: see [`fuzz_decode`].")]
+        pub fn $name(data: &[u8]) {
+            fuzz_decode::<$t>(data)
+        }
+    )*};
 }
-
-/// Frames of f16 with any codec: see [`fuzz_decode`].
-pub fn decode_f16(data: &[u8]) {
-    fuzz_decode::<F16>(data)
-}
-
-/// Frames of f32 with any codec: see [`fuzz_decode`].
-pub fn decode_f32(data: &[u8]) {
-    fuzz_decode::<F32>(data)
-}
-
-/// Frames of e4m3 with any codec: see [`fuzz_decode`].
-pub fn decode_f8e4m3(data: &[u8]) {
-    fuzz_decode::<F8E4M3>(data)
-}
-
-/// Frames of e5m2 with any codec: see [`fuzz_decode`].
-pub fn decode_f8e5m2(data: &[u8]) {
-    fuzz_decode::<F8E5M2>(data)
-}
+decode_targets!(
+    decode_bf16: Bf16,
+    decode_f16: F16,
+    decode_f32: F32,
+    decode_f8e4m3: F8E4M3,
+    decode_f8e5m2: F8E5M2,
+    decode_i8: I8,
+    decode_u8: U8,
+    decode_i32: I32,
+    decode_u32: U32,
+);
 
 /// RAW frames of any data and dtype: see [`fuzz_roundtrip`].
 pub fn roundtrip_raw(data: &[u8]) {

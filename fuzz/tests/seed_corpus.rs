@@ -6,7 +6,7 @@
 //! Run again after a format change: `cargo test -p zipcoll-fuzz --test seed_corpus -- --ignored`.
 
 use std::path::PathBuf;
-use zipcoll_device::dtype::{Bf16, Split, F16, F32, F8E4M3, F8E5M2};
+use zipcoll_device::dtype::{Bf16, Split, F16, F32, F8E4M3, F8E5M2, I32, I8, U32, U8};
 
 fn dir(target: &str) -> PathBuf {
     let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus").join(target);
@@ -103,6 +103,10 @@ fn write_seed_corpus() {
     frames::<F32>("decode_f32");
     frames::<F8E4M3>("decode_f8e4m3");
     frames::<F8E5M2>("decode_f8e5m2");
+    frames::<I8>("decode_i8");
+    frames::<U8>("decode_u8");
+    frames::<I32>("decode_i32");
+    frames::<U32>("decode_u32");
     for target in [
         "roundtrip_raw",
         "roundtrip_fixed_len",
@@ -110,7 +114,7 @@ fn write_seed_corpus() {
         "roundtrip_exp_ans",
         "roundtrip_huffman",
     ] {
-        for dtype in 0..5u8 {
+        for dtype in 0..zipcoll_fuzz::CODED_DTYPES {
             write(
                 target,
                 &format!("dtype{dtype}"),
@@ -123,8 +127,12 @@ fn write_seed_corpus() {
     block_frames::<F32>(2);
     block_frames::<F8E4M3>(3);
     block_frames::<F8E5M2>(4);
+    block_frames::<I8>(5);
+    block_frames::<U8>(6);
+    block_frames::<I32>(7);
+    block_frames::<U32>(8);
     // block round trips: ExpAns (bit 7 clear) and RAW (bit 7 set) per dtype
-    for dtype in 0..5u8 {
+    for dtype in 0..zipcoll_fuzz::CODED_DTYPES {
         for raw in [0, 0x80] {
             write(
                 "roundtrip_block",
