@@ -14,7 +14,7 @@ use zipcoll_device::codec::{
     decode_frame, encode_frame, encode_raw_frame, max_encoded_len, CodecId, ExpAns, ExpWindow, FixedLen, Huffman,
     LaneOut, SymbolCoder,
 };
-use zipcoll_device::dtype::{Bf16, Elem, Split, F16, F32, F8E4M3, F8E5M2, I32, I8, U32, U8};
+use zipcoll_device::dtype::{Bf16, DType, Elem, Split, F16, F32, F8E4M3, F8E5M2, I32, I8, U32, U8};
 use zipcoll_device::frame::{FrameError, FrameHeader, BLOCK_FRAME_VERSION, HEADER_BYTES};
 use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
 use zipcoll_targets::{SharedMem, Word};
@@ -22,11 +22,12 @@ use zipcoll_targets::{SharedMem, Word};
 /// Lanes of the simulated warp.
 pub const W: u32 = 32;
 
-/// The coded dtypes, in the order a target's dtype byte picks them (`byte % 9`).
-pub const CODED_DTYPES: u8 = 9;
+/// How many dtypes are coded (`DType::CODED`, whose order a target's dtype byte picks them in:
+/// [`by_dtype`]).
+pub const CODED_DTYPES: u8 = DType::CODED.len() as u8;
 
-/// Evaluates `$body` with `$T` the coded dtype that byte `$pick` picks (`$pick % 9`): bf16,
-/// f16, f32, f8e4m3, f8e5m2, i8, u8, i32, u32.
+/// Evaluates `$body` with `$T` the coded dtype that byte `$pick` picks: `DType::CODED[$pick %
+/// CODED_DTYPES]` (bf16, f16, f32, f8e4m3, f8e5m2, i8, u8, i32, u32).
 macro_rules! by_dtype {
     ($pick:expr, |$T:ident| $body:expr) => {
         match $pick % CODED_DTYPES {
@@ -328,4 +329,20 @@ pub fn fuzz_roundtrip_block(data: &[u8]) {
     let rest = &rest[..rest.len().min(4096 * 4)];
     let raw = pick & 0x80 != 0;
     by_dtype!(pick & 0x7F, |T| roundtrip_block_as::<T>(&elems::<T>(rest), raw))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`by_dtype`] picks in `DType::CODED`'s order.
+    #[test]
+    fn the_dtype_byte_picks_in_coded_order() {
+        for pick in 0..2 * CODED_DTYPES {
+            assert_eq!(
+                by_dtype!(pick, |T| T::DTYPE),
+                DType::CODED[usize::from(pick % CODED_DTYPES)]
+            );
+        }
+    }
 }

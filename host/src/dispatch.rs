@@ -110,9 +110,9 @@ macro_rules! dispatch_coded {
 
 /// The error of a codec call for a dtype no codec is built for.
 pub(crate) fn not_coded(dtype: zipcoll_device::dtype::DType) -> crate::error::Error {
+    let coded = zipcoll_device::dtype::DType::CODED.map(|d| d.name()).join(", ");
     crate::error::Error::InvalidArgument(format!(
-        "no codec is built for {dtype:?} (the codecs take bf16, f16, f32, the fp8 types and the 8- and 32-bit \
-         integers; the collectives move {dtype:?} uncompressed)"
+        "no codec is built for {dtype:?} (the codecs take {coded}; the collectives move {dtype:?} uncompressed)"
     ))
 }
 

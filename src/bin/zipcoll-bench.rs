@@ -251,7 +251,8 @@ fn parse_dtypes(names: &[String]) -> Res<Vec<DType>> {
             "all" => out.extend(DType::CODED),
             n => out.push(DType::CODED.into_iter().find(|d| d.name() == n).ok_or_else(|| {
                 Fail::Usage(format!(
-                    "unknown dtype {n:?} (bf16, f16, f32, f8e4m3, f8e5m2, i8, u8, i32, u32, all)"
+                    "unknown dtype {n:?} ({}, all)",
+                    DType::CODED.map(DType::name).join(", ")
                 ))
             })?),
         }

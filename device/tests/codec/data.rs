@@ -168,24 +168,6 @@ pub fn normal_elems<T: F32Exact>(seed: u64, len: usize, sigma: f64) -> Vec<T::Bi
     (0..len).map(|_| T::from_f32((rng.normal() * sigma) as f32)).collect()
 }
 
-/// `impl Ty` for the float types.
-macro_rules! float_ty {
-    ($($t:ty),*) => {$(
-        impl Ty for $t {
-            fn special(rng: &mut Rng) -> Self::Bits {
-                special_float::<$t>(rng)
-            }
-            fn random_elems(kind: u32, seed: u64, len: usize) -> Vec<Self::Bits> {
-                random_floats::<$t>(kind, seed, len)
-            }
-            fn typical(seed: u64, len: usize, sigma: f64) -> Vec<Self::Bits> {
-                normal_elems::<$t>(seed, len, sigma)
-            }
-        }
-    )*};
-}
-float_ty!(Bf16, F16, F32, F8E4M3, F8E5M2);
-
 /// Width in bits and signedness of the integer `T`.
 fn int_format<T: Elem>() -> (u32, bool) {
     let bits = 8 * T::DTYPE.size_bytes() as u32;
@@ -264,21 +246,28 @@ fn random_ints<T: Elem>(kind: u32, seed: u64, len: usize) -> Vec<T::Bits> {
     }
 }
 
-/// `impl Ty` for the coded integer types.
-macro_rules! int_ty {
-    ($($t:ty),*) => {$(
+/// `len` values of [`scaled_normal`] at scale `64 sigma`.
+fn typical_ints<T: Elem>(seed: u64, len: usize, sigma: f64) -> Vec<T::Bits> {
+    let mut rng = Rng(seed);
+    (0..len).map(|_| scaled_normal::<T>(&mut rng, 64.0 * sigma)).collect()
+}
+
+/// `impl Ty` for each listed type with the generators named: special values, random kinds,
+/// typical values.
+macro_rules! impl_ty {
+    ($special:ident, $random:ident, $typical:ident: $($t:ty),*) => {$(
         impl Ty for $t {
             fn special(rng: &mut Rng) -> Self::Bits {
-                special_int::<$t>(rng)
+                $special::<$t>(rng)
             }
             fn random_elems(kind: u32, seed: u64, len: usize) -> Vec<Self::Bits> {
-                random_ints::<$t>(kind, seed, len)
+                $random::<$t>(kind, seed, len)
             }
             fn typical(seed: u64, len: usize, sigma: f64) -> Vec<Self::Bits> {
-                let mut rng = Rng(seed);
-                (0..len).map(|_| scaled_normal::<$t>(&mut rng, 64.0 * sigma)).collect()
+                $typical::<$t>(seed, len, sigma)
             }
         }
     )*};
 }
-int_ty!(I8, U8, I32, U32);
+impl_ty!(special_float, random_floats, normal_elems: Bf16, F16, F32, F8E4M3, F8E5M2);
+impl_ty!(special_int, random_ints, typical_ints: I8, U8, I32, U32);

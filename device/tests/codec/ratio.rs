@@ -8,16 +8,20 @@ use zipcoll_device::codec::{ExpAns, ExpWindow, FixedLen, Huffman};
 use zipcoll_device::dtype::{Bf16, F16, F32, F8E4M3, F8E5M2, I32, U32, U8};
 use zipcoll_device::frame::{FrameHeader, HEADER_BYTES};
 
+/// Bits per element of `inputs` in frames of encoder `E` (one frame per input).
+fn coded_bits<E: Encoder, T: Ty>(inputs: &[Vec<T::Bits>]) -> f64 {
+    let n: usize = inputs.iter().map(Vec::len).sum();
+    encode_all::<32, E, T>(inputs).iter().map(Vec::len).sum::<usize>() as f64 * 8.0 / n as f64
+}
+
 /// Bits per element over 4 frames of 4096 N(0, sigma^2) elements of `T` with encoder `E`.
-fn bits_per_value<E: crate::harness::Encoder, T: crate::harness::Ty>(sigma: f64) -> f64 {
-    let inputs: Vec<Vec<T::Bits>> = (0..4).map(|s| T::typical(s, 4096, sigma)).collect();
-    let frames = encode_all::<32, E, T>(&inputs);
-    frames.iter().map(|f| f.len()).sum::<usize>() as f64 * 8.0 / (4.0 * 4096.0)
+fn bits_per_value<E: Encoder, T: Ty>(sigma: f64) -> f64 {
+    coded_bits::<E, T>(&(0..4).map(|s| T::typical(s, 4096, sigma)).collect::<Vec<_>>())
 }
 
 #[test]
 fn ratios_on_normal_data() {
-    fn row<T: crate::harness::Ty>(sigma: f64) -> (f64, f64) {
+    fn row<T: Ty>(sigma: f64) -> (f64, f64) {
         let bits = 8.0 * T::DTYPE.size_bytes() as f64;
         let f = bits_per_value::<With<FixedLen>, T>(sigma);
         let e = bits_per_value::<With<ExpWindow>, T>(sigma);
@@ -45,17 +49,13 @@ fn ratios_on_normal_data() {
     row::<F8E5M2>(1.0);
 }
 
-/// Bits per element of `inputs` coded by `E`, and that for each coder (printed).
+/// [`coded_bits`] of `inputs` for FixedLen, ExpWindow, ExpAns and Huffman (printed).
 fn int_bits<T: Ty>(what: &str, inputs: &[Vec<T::Bits>]) -> [f64; 4] {
-    fn bits<E: Encoder, T: Ty>(inputs: &[Vec<T::Bits>]) -> f64 {
-        let n: usize = inputs.iter().map(Vec::len).sum();
-        encode_all::<32, E, T>(inputs).iter().map(Vec::len).sum::<usize>() as f64 * 8.0 / n as f64
-    }
     let got = [
-        bits::<With<FixedLen>, T>(inputs),
-        bits::<With<ExpWindow>, T>(inputs),
-        bits::<With<ExpAns>, T>(inputs),
-        bits::<With<Huffman>, T>(inputs),
+        coded_bits::<With<FixedLen>, T>(inputs),
+        coded_bits::<With<ExpWindow>, T>(inputs),
+        coded_bits::<With<ExpAns>, T>(inputs),
+        coded_bits::<With<Huffman>, T>(inputs),
     ];
     println!(
         "{:?} {what}: fixedlen {:.2}, expwindow {:.2}, expans {:.2}, huffman {:.2} bits/value",

@@ -177,8 +177,9 @@ pub fn parse_coded_dtype(name: &str) -> Result<DType, String> {
         Ok(d)
     } else {
         Err(format!(
-            "{} has no codec (the codecs take bf16, f16, f32, f8e4m3, f8e5m2, i8, u8, i32 and u32; the collectives move {} uncompressed)",
+            "{} has no codec (the codecs take {}; the collectives move {} uncompressed)",
             d.name(),
+            DType::CODED.map(DType::name).join(", "),
             d.name()
         ))
     }
