@@ -32,7 +32,7 @@
 //! | bound           | role                         | required                          |
 //! |-----------------|------------------------------|-----------------------------------|
 //! | `Warp`          | the vendor's warp            | yes; the first parameter is `w: W` |
-//! | `Elem`, `Split` | the dtype dimension          | iff `dtype = [...]` is given      |
+//! | `Elem`, `Split`, `F32Exact` | the dtype dimension | iff `dtype = [...]` is given      |
 //! | `RedOp`         | the op dimension             | iff `op = [...]` is given         |
 //! | `SymbolCoder`   | the codec dimension          | iff `codec = [...]` is given      |
 //!

@@ -33,11 +33,12 @@ impl Role {
     }
 
     /// Every bound that gives a parameter this role: the role's trait, and for the dtype its
-    /// subtrait `Split` (the exponent split the codecs need).
+    /// subtraits `Split` (the exponent split the codecs need) and `F32Exact` (the floats the
+    /// lossy kernels quantize).
     fn bounds(self) -> &'static [&'static str] {
         match self {
             Role::Warp => &["Warp"],
-            Role::Elem => &["Elem", "Split"],
+            Role::Elem => &["Elem", "Split", "F32Exact"],
             Role::RedOp => &["RedOp"],
             Role::Coder => &["SymbolCoder", "BlockCoder"],
         }
@@ -48,7 +49,7 @@ impl Role {
 pub(crate) struct Generic {
     pub ident: Ident,
     pub role: Role,
-    /// The bound that gave it its role (`Split` over `Elem` when both are given): the trait
+    /// The bound that gave it its role (`Split` or `F32Exact` over `Elem` when both are given): the trait
     /// that entry points qualify its associated types with.
     pub bound: &'static str,
 }
@@ -125,7 +126,7 @@ impl Signature {
                     errors.push(
                         &tp.ident,
                         format!(
-                            "generic parameter `{}` is bounded by none of `Warp`, `Elem` (or `Split`), `RedOp`, \
+                            "generic parameter `{}` is bounded by none of `Warp`, `Elem` (or `Split`, `F32Exact`), `RedOp`, \
                              `SymbolCoder`: the entry points cannot choose a type for it",
                             tp.ident
                         ),

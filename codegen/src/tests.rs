@@ -208,7 +208,7 @@ fn signature_errors_are_reported_together() {
         [
             "a kernel returns nothing: GPU entry points have no return value",
             "a kernel takes no lifetime parameters: its entry points could not name them",
-            "generic parameter `X` is bounded by none of `Warp`, `Elem` (or `Split`), `RedOp`, `SymbolCoder`: \
+            "generic parameter `X` is bounded by none of `Warp`, `Elem` (or `Split`, `F32Exact`), `RedOp`, `SymbolCoder`: \
              the entry points cannot choose a type for it",
             "the first parameter must be the warp, of type `W`",
             "kernel parameters must be plain identifiers (the entry points forward them by name); destructure \

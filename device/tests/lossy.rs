@@ -224,3 +224,99 @@ fn qsgd_is_deterministic_per_seed_and_escapes_non_finite() {
     let s = symbols(q(1), &x);
     assert_eq!((s[3], s[9]), (ESCAPE, ESCAPE));
 }
+
+/// Whether `|x - 2 eb q| <= eb` (`|q| <= 2^27`) in exact integer arithmetic: both sides scaled
+/// to `eb`'s and `x`'s smaller exponent, where the products fit `i128`; an `x` far below `eb`
+/// is within exactly at level 0, one far above it at none.
+fn exactly_within(x: f32, eb: f32, q: i32) -> bool {
+    // (significand, exponent) with value = m * 2^e
+    let parts = |v: f32| -> (i128, i32) {
+        let b = v.to_bits();
+        let (e, m) = (((b >> 23) & 0xFF) as i32, (b & 0x7F_FFFF) as i128);
+        let (m, e) = if e == 0 { (m, -149) } else { (m | 0x80_0000, e - 150) };
+        (if v < 0.0 { -m } else { m }, e)
+    };
+    let ((mx, ex), (me, ee)) = (parts(x), parts(eb));
+    if ex < ee - 30 {
+        return q == 0; // |x| < 2^(ex + 24) < eb
+    }
+    if ex > ee + 70 {
+        return false; // |x| > 2^(ee + 70) > (2 |q| + 1) eb
+    }
+    let e0 = ex.min(ee);
+    let (x, eb) = (mx << (ex - e0), me << (ee - e0));
+    (x - 2 * eb * q as i128).abs() <= eb
+}
+
+#[test]
+fn levels_hold_the_bound_exactly_and_are_the_nearest() {
+    use zipcoll_device::lossy::levels::{bound_level, MAX_LEVEL};
+    let mut rng = Rng(17);
+    let mut checked = 0usize;
+    for eb in [1e-30f32, 3e-8, 1e-3, 0.0625, 0.3, 1.0, 7.5e3, 1e30] {
+        let step = 2.0 * eb as f64;
+        // each level's edges `(2q +- 1) eb`, one ulp either side, at small and huge levels
+        let mut xs = Vec::new();
+        for q in [
+            0i64,
+            1,
+            -1,
+            2,
+            127,
+            -128,
+            1000,
+            65_535,
+            -(1 << 20),
+            MAX_LEVEL as i64 - 1,
+            MAX_LEVEL as i64,
+        ] {
+            for edge in [
+                q as f64 * step - eb as f64,
+                q as f64 * step + eb as f64,
+                q as f64 * step,
+            ] {
+                let e = edge as f32;
+                xs.extend([
+                    e,
+                    f32::from_bits(e.to_bits().wrapping_add(1)),
+                    f32::from_bits(e.to_bits().wrapping_sub(1)),
+                ]);
+            }
+        }
+        // and values spread over the levels
+        xs.extend((0..20_000).map(|_| {
+            ((rng.next_u64() as i64 >> 11) as f64 / (1u64 << 53) as f64 * 2.0 * step * MAX_LEVEL as f64) as f32
+        }));
+        xs.extend(
+            (0..20_000)
+                .map(|_| ((rng.next_u64() as i64 >> 11) as f64 / (1u64 << 53) as f64 * 300.0 * eb as f64) as f32),
+        );
+        for x in xs.into_iter().filter(|x| x.is_finite()) {
+            let t = x as f64 / step;
+            match bound_level(x, eb, MAX_LEVEL) {
+                Some(q) => {
+                    assert!(q.abs() <= MAX_LEVEL, "{x:e} / {eb:e}: level {q}");
+                    assert!(
+                        exactly_within(x, eb, q),
+                        "{x:e} under {eb:e}: level {q} is not within the bound"
+                    );
+                    // the nearest level: no other is strictly closer
+                    assert!((t - q as f64).abs() <= 0.5 + 1e-6, "{x:e} / {eb:e}: level {q} for {t}");
+                    checked += 1;
+                }
+                None => assert!(t.abs() > MAX_LEVEL as f64 - 0.5, "{x:e} under {eb:e} has no level"),
+            }
+        }
+        // a smaller limit refuses what lies beyond it
+        assert_eq!(bound_level((10.0 * step) as f32, eb, 9), None);
+        assert_eq!(bound_level((9.0 * step) as f32, eb, 9), Some(9));
+    }
+    assert!(checked > 300_000, "only {checked} levels checked");
+    for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+        assert_eq!(bound_level(bad, 1.0, 100), None);
+    }
+    for eb in [0.0, -1.0, f32::NAN, f32::INFINITY] {
+        assert_eq!(bound_level(1.0, eb, 100), None);
+    }
+    assert_eq!(bound_level(-0.0, 1.0, 100), Some(0));
+}

@@ -140,6 +140,10 @@ pub enum Error {
     /// The communicator was aborted.
     #[error("the communicator was aborted")]
     Aborted,
+    /// A lossy call's input changed while the call read it (a race in the caller); the
+    /// communicator is aborted.
+    #[error("{0}")]
+    InputChanged(String),
 }
 
 /// `Result` with this crate's [`Error`].

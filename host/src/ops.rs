@@ -31,9 +31,9 @@ use zipcoll_primitives::kernels::{ReduceCopy, WarpAllReduce};
 use zipcoll_primitives::manifest::Kernel;
 
 /// Threads per block of GPU launches (a multiple of both warp widths).
-const GPU_BLOCK: u32 = 256;
+pub(crate) const GPU_BLOCK: u32 = 256;
 /// Most blocks of a GPU launch; the kernels' grid-stride loops cover larger inputs.
-const GPU_MAX_BLOCKS: usize = 4096;
+pub(crate) const GPU_MAX_BLOCKS: usize = 4096;
 
 /// The number of whole `dtype` elements in `bytes`, or why it is not whole.
 fn elements(dtype: DType, what: &str, bytes: &[u8]) -> Result<usize> {

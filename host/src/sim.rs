@@ -32,7 +32,7 @@ const MAX_BLOCKS: u32 = 8;
 /// The kernels only use it for accesses that no two threads make to the same location (each
 /// index belongs to one thread of the grid-stride loop; each frame's bytes to one warp, whose
 /// lanes write disjoint bytes), so sharing it races on nothing.
-struct SharedPtr<T>(*mut T);
+pub(crate) struct SharedPtr<T>(pub(crate) *mut T);
 
 // SAFETY: see the type's docs: accesses through the pointer by different threads are to
 // disjoint elements, and the pointee outlives the launch (`launch` joins every thread).
@@ -40,20 +40,20 @@ unsafe impl<T> Sync for SharedPtr<T> {}
 
 impl<T> SharedPtr<T> {
     /// The pointer (a method, so closures capture the whole `Sync` wrapper).
-    fn get(&self) -> *mut T {
+    pub(crate) fn get(&self) -> *mut T {
         self.0
     }
 }
 
 /// The geometry for `n` elements on warps of `W` lanes.
-fn config<const W: u32>(n: usize) -> LaunchConfig {
+pub(crate) fn config<const W: u32>(n: usize) -> LaunchConfig {
     let block = 4 * W;
     let blocks = n.div_ceil(block as usize).clamp(1, MAX_BLOCKS as usize) as u32;
     LaunchConfig::new(blocks, block)
 }
 
 /// Runs `kernel` on the simulator, turning its errors and panics into [`Error::Sim`].
-fn run<const W: u32>(cfg: LaunchConfig, kernel: impl Fn(SimWarp<W>) + Sync) -> Result<()> {
+pub(crate) fn run<const W: u32>(cfg: LaunchConfig, kernel: impl Fn(SimWarp<W>) + Sync) -> Result<()> {
     match catch_unwind(AssertUnwindSafe(|| launch::<W>(cfg, kernel))) {
         Ok(r) => r.map_err(|e| Error::Sim(e.to_string())),
         Err(panic) => {

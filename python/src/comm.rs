@@ -14,7 +14,7 @@ use crate::names;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use zipcoll_host::comm::launch::{device_for_rank, rank_env};
-use zipcoll_host::comm::{CallStream, Communicator, Compression, Config, Data, Options, UniqueId};
+use zipcoll_host::comm::{CallStream, Communicator, Compression, Config, Data, Lossy, Options, UniqueId};
 use zipcoll_host::{Backend, Error};
 
 /// The rendezvous of one communicator. `UniqueId()` starts its bootstrap root in this process;
@@ -67,11 +67,14 @@ pub struct PyCommunicator {
 }
 
 /// The settings of a communicator on `device`: the defaults, the environment's
-/// (`ZIPCOLL_*`), then `compression` if given.
-fn settings(device: Backend, compression: Option<&str>) -> Result<Config, Error> {
+/// (`ZIPCOLL_*`), then `compression` and `lossy` if given.
+fn settings(device: Backend, compression: Option<&str>, lossy: Option<&str>) -> Result<Config, Error> {
     let mut config = Config::defaults_for(device).with_env()?;
     if let Some(c) = compression {
         config.compression = c.parse::<Compression>()?;
+    }
+    if let Some(l) = lossy {
+        config.lossy = l.parse::<Lossy>()?;
     }
     Ok(config)
 }
@@ -135,9 +138,11 @@ impl PyCommunicator {
 impl PyCommunicator {
     /// Rank `rank` of `nranks` of the communicator `unique_id` names, on `device` (`sim`,
     /// `cuda:N`; default: the host's choice), with `compression` (`off`, `auto` or a codec;
-    /// default: `ZIPCOLL_COMPRESSION`, else auto). Blocks until every rank has joined.
+    /// default: `ZIPCOLL_COMPRESSION`, else auto) and `lossy` (`exact`, `error-bound:abs=EB`,
+    /// `error-bound:rel=R`, `qsgd:bits=B[,bucket=N][,seed=S]`; default: `ZIPCOLL_LOSSY`, else
+    /// exact). Blocks until every rank has joined.
     #[new]
-    #[pyo3(signature = (unique_id, rank, nranks, device = None, compression = None))]
+    #[pyo3(signature = (unique_id, rank, nranks, device = None, compression = None, lossy = None))]
     fn new(
         py: Python<'_>,
         unique_id: &PyUniqueId,
@@ -145,9 +150,10 @@ impl PyCommunicator {
         nranks: usize,
         device: Option<&str>,
         compression: Option<&str>,
+        lossy: Option<&str>,
     ) -> PyResult<Self> {
         let device = device_or_default(device, rank)?;
-        let config = settings(device, compression).map_err(to_py)?;
+        let config = settings(device, compression, lossy).map_err(to_py)?;
         let id = &unique_id.id;
         let comm = py
             .detach(|| Communicator::init_with(id, rank, nranks, device, config))
@@ -159,15 +165,20 @@ impl PyCommunicator {
     /// `zipcoll_host::comm::launch`), on `device` (default: the current CUDA device, else GPU
     /// `local rank % devices`, else the simulator).
     #[staticmethod]
-    #[pyo3(signature = (device = None, compression = None))]
-    fn from_env(py: Python<'_>, device: Option<&str>, compression: Option<&str>) -> PyResult<Self> {
+    #[pyo3(signature = (device = None, compression = None, lossy = None))]
+    fn from_env(
+        py: Python<'_>,
+        device: Option<&str>,
+        compression: Option<&str>,
+        lossy: Option<&str>,
+    ) -> PyResult<Self> {
         let me = rank_env().map_err(to_py)?.ok_or_else(|| {
             invalid(
                 "no launcher variables (RANK/WORLD_SIZE, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK, ZIPCOLL_RANK)",
             )
         })?;
         let device = device_or_default(device, me.local_rank.unwrap_or(me.rank))?;
-        let config = settings(device, compression).map_err(to_py)?;
+        let config = settings(device, compression, lossy).map_err(to_py)?;
         let comm = py
             .detach(|| Communicator::init_with(&me.id, me.rank, me.nranks, device, config))
             .map_err(to_py)?;
@@ -196,6 +207,12 @@ impl PyCommunicator {
     #[getter]
     fn compression(&self) -> String {
         self.comm.config().compression.to_string()
+    }
+
+    /// Its lossy policy: `exact`, or the quantizer its float calls use.
+    #[getter]
+    fn lossy(&self) -> String {
+        self.comm.config().lossy.to_string()
     }
 
     /// Which transport each peer uses, and why.

@@ -65,15 +65,16 @@ def data(dtype, n, seed):
     return float_data(dtype, n, seed) if dtype in FLOATS else int_data(dtype, n, seed)
 
 
-def run_ranks(nranks, body, compression="auto"):
-    """Runs ``body(comm)`` on every rank of a simulated communicator, one thread each; returns the
-    results in rank order, raising the first rank's exception."""
+def run_ranks(nranks, body, compression="auto", lossy=None):
+    """Runs ``body(comm)`` on every rank of a simulated communicator (``lossy``: its lossy
+    policy), one thread each; returns the results in rank order, raising the first rank's
+    exception."""
     uid = zipcoll.UniqueId()
     results, errors = [None] * nranks, [None] * nranks
 
     def rank(r):
         try:
-            comm = zipcoll.Communicator(uid.to_bytes(), r, nranks, device="sim", compression=compression)
+            comm = zipcoll.Communicator(uid.to_bytes(), r, nranks, device="sim", compression=compression, lossy=lossy)
             results[r] = body(comm)
         except BaseException as e:  # reported below, in the main thread
             errors[r] = e

@@ -218,6 +218,29 @@ def test_communicator_settings_and_errors():
     assert np.array_equal(c.all_reduce(x.copy()), x)
 
 
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_lossy_all_reduce_stays_within_nranks_times_the_bound(nranks):
+    eb = 0.1  # coarse enough that a sum of nranks levels fits the 8-bit levels
+    inputs = [np.random.default_rng(40 + r).normal(0, 2, N).astype(np.float32) for r in range(nranks)]
+    exact = np.sum(np.stack(inputs).astype(np.float64), axis=0)
+
+    def body(c):
+        assert c.lossy == "error-bound:abs=0.1"
+        summed = c.all_reduce(inputs[c.rank].copy())
+        ints = c.all_reduce(np.arange(N, dtype=np.int32))  # integers travel exactly
+        c.synchronize()
+        return summed, ints
+
+    for summed, ints in run_ranks(nranks, body, lossy=f"error-bound:abs={eb}"):
+        err = np.abs(summed.astype(np.float64) - exact)
+        ulp = np.spacing(np.abs(summed)).astype(np.float64)
+        assert np.all(err <= nranks * eb + ulp), err.max()
+        assert err.max() > eb / 8  # quantized, not exact
+        assert np.array_equal(ints, nranks * np.arange(N, dtype=np.int32))
+    with pytest.raises(zipcoll.InvalidArgumentError):
+        zipcoll.Communicator(zipcoll.UniqueId(), 0, 1, device="sim", lossy="error-bound:abs=-1")
+
+
 def run_python(code, env):
     full = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "WORLD_SIZE", "SLURM_", "OMPI_", "PMI_", "ZIPCOLL_"))}
     full.update(env)

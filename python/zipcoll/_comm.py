@@ -31,26 +31,32 @@ class Communicator:
     usable. Ranks of one communicator run in threads of one process on the simulator, in one
     process per GPU (or several on one GPU) on CUDA."""
 
-    def __init__(self, unique_id, rank, nranks, device=None, compression=None):
+    def __init__(self, unique_id, rank, nranks, device=None, compression=None, lossy=None):
         """Rank ``rank`` of ``nranks``: every rank passes the same ``unique_id`` (a
         :class:`UniqueId` or its bytes); ``device``: ``"sim"``, ``"cuda:N"``, an int or a
         ``torch.device`` (default: the current CUDA device, else the simulator);
         ``compression``: ``"off"``, ``"auto"`` or a codec (default: ``ZIPCOLL_COMPRESSION``, else
-        auto). Blocks until every rank has joined."""
-        self._c = _zipcoll.Communicator(_unique_id(unique_id), rank, nranks, _device_name(device), compression)
+        auto); ``lossy``: ``"exact"``, ``"error-bound:abs=EB"``, ``"error-bound:rel=R"`` or
+        ``"qsgd:bits=B[,bucket=N][,seed=S]"`` (default: ``ZIPCOLL_LOSSY``, else exact), which its
+        f32, bf16 and f16 collectives then apply (sum: within ``nranks x eb`` of the exact sum).
+        Blocks until every rank has joined."""
+        self._c = _zipcoll.Communicator(
+            _unique_id(unique_id), rank, nranks, _device_name(device), compression, lossy
+        )
 
     @classmethod
-    def from_env(cls, device=None, compression=None):
+    def from_env(cls, device=None, compression=None, lossy=None):
         """This process's rank of a job started by torchrun, SLURM, Open MPI or PMI (their
         variables; the root at ``ZIPCOLL_ROOT`` or ``MASTER_ADDR``:``MASTER_PORT + 1``)."""
         self = cls.__new__(cls)
-        self._c = _zipcoll.Communicator.from_env(_device_name(device), compression)
+        self._c = _zipcoll.Communicator.from_env(_device_name(device), compression, lossy)
         return self
 
     rank = property(lambda self: self._c.rank, doc="This rank.")
     nranks = property(lambda self: self._c.nranks, doc="The number of ranks.")
     device = property(lambda self: self._c.device, doc="``sim`` or ``cuda:N``.")
     compression = property(lambda self: self._c.compression, doc="The default compression.")
+    lossy = property(lambda self: self._c.lossy, doc="The lossy policy (``exact``: none).")
     transport = property(lambda self: self._c.transport, doc="Each peer's transport, and why.")
 
     def __repr__(self):

@@ -12,6 +12,7 @@
 //! ZIPCOLL_CHANNELS=256 zipcoll-comm resident --ranks 4  # a group too big to be resident: refused, the communicator works
 //! zipcoll-comm graph --transport p2p --replays 20   # collectives captured in a CUDA graph, replayed with new inputs
 //! zipcoll-comm premulsum --transport p2p         # PreMulSum, scalar by value and in device memory, every dtype
+//! zipcoll-comm lossy --transport p2p --count 100000  # lossy calls within their bound, the same bytes as the simulator
 //! zipcoll-comm bench --transport p2p --sizes 1M,16M,256M,1G
 //! ```
 //!
@@ -44,6 +45,8 @@ mod common;
 mod faults;
 #[path = "graph/mod.rs"]
 mod graph;
+#[path = "lossy_check/mod.rs"]
+mod lossy_check;
 #[path = "scalars/mod.rs"]
 mod scalars;
 
@@ -147,6 +150,15 @@ enum Cmd {
     /// reference bit for bit.
     #[command(after_help = common::EXIT_STATUSES)]
     Premulsum,
+    /// Lossy calls (error bound and QSGD) of every collective they serve, f32 and bf16: each
+    /// element within its bound of the exact result, and (on GPUs) the bytes of the
+    /// simulator's run of the same calls.
+    #[command(after_help = common::EXIT_STATUSES)]
+    Lossy {
+        /// Elements per rank's block, at least 1.
+        #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+        count: u64,
+    },
     /// Times bf16 all_reduce, all_gather and send/recv (rank 0 to rank 1) per size,
     /// compression off and Auto; a run's time is its slowest rank's (a send's calls end when
     /// its frames are in the FIFOs, not when they arrive). Needs at least 2 ranks.
@@ -1015,6 +1027,7 @@ fn on_rank(comm: Communicator, cli: &Cli) -> Result<bool, Error> {
         Cmd::Resident => faults::resident(comm),
         Cmd::Graph { replays } => graph::graph(comm, *replays),
         Cmd::Premulsum => scalars::premulsum(&comm),
+        Cmd::Lossy { count } => lossy_check::lossy(&comm, *count as usize),
         Cmd::Bench { sizes, iters, repeats } => bench(&comm, sizes, *iters, *repeats).map(|_| true),
     }
 }
@@ -1066,6 +1079,7 @@ fn failed(cli: &Cli) -> Fail {
             Cmd::Resident => "a group was neither run right nor refused cleanly (the resident lines above)",
             Cmd::Graph { .. } => "a replayed graph gave wrong outputs (the graph lines above)",
             Cmd::Premulsum => "a PreMulSum differs from the reference (the premulsum lines above)",
+            Cmd::Lossy { .. } => "a lossy call broke its bound or differs from the simulator (the lossy lines above)",
             Cmd::Bench { .. } => "the benchmark failed",
         }
         .into(),

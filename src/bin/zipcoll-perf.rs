@@ -6,6 +6,7 @@
 //! zipcoll-perf sendrecv -b 64K -e 16M --transport sim --ranks 4                 # simulator threads
 //! zipcoll-perf all_gather -b 64M -e 64M --compression expans --json
 //! zipcoll-perf sendrecv -b 16M -e 256M -f 4 --compression off,auto,expans      # a row per setting
+//! zipcoll-perf all_reduce -b 64M -e 64M -d f32 --compression off,auto,lossy:error-bound:rel=1e-4,lossy:qsgd:bits=4+bucket=256
 //! ```
 //!
 //! | column      | meaning                                                                  |
@@ -16,10 +17,10 @@
 //! | time        | microseconds per call: `-n` calls enqueued back to back after `-w` warm-up calls, synchronized once, on the slowest rank |
 //! | algbw       | size / time (GB/s, 10^9 bytes)                                           |
 //! | busbw       | algbw x nccl-tests' factor: all_reduce 2(k-1)/k, all_gather, reduce_scatter and all_to_all (k-1)/k, the others 1 |
-//! | #wrong      | with `-c 1`: elements that differ from the scalar reference of the same reduction order (zipcoll is bit-exact, so any is a failure), summed over ranks; `N/A` with `-c 0` |
+//! | #wrong      | with `-c 1`: elements that differ from the scalar reference of the same reduction order (zipcoll is bit-exact, so any is a failure), summed over ranks; `N/A` with `-c 0` and for lossy settings (`zipcoll-comm lossy` checks their bounds) |
 //! | wire        | bytes on the wire per call over those of the same call with compression off (one untimed call), summed over ranks, frame headers included; `N/A` where the transport does not count them (P2P, SIM: only NET's proxies do) |
-//! | codec       | what rank 0's calls send: the forced codec, `raw` with compression off, or Auto's pick for this size and data (`Communicator::auto_plan`; on a GPU Auto's checks may send some calls RAW where coding ran slower, which the wire ratio shows) |
-//! | compression | the setting the row ran with (`--compression` takes several, comma-separated: each size runs each in turn, on the same buffers and ranks) |
+//! | codec       | what rank 0's calls send: `lossy` for a lossy setting (its levels coded as the communicator's compression says), the forced codec, `raw` with compression off, or Auto's pick for this size and data (`Communicator::auto_plan`; on a GPU Auto's checks may send some calls RAW where coding ran slower, which the wire ratio shows) |
+//! | compression | the setting the row ran with (`--compression` takes several, comma-separated: each size runs each in turn, on the same buffers and ranks); `lossy:SPEC` quantizes (`zipcoll::comm::Lossy`, its own fields joined by `+` here: `lossy:qsgd:bits=4+bucket=256`) |
 //!
 //! With several settings the table ends with each one's time over the first's per size
 //! (`# auto / off: ...`), ratios measured in one invocation. `--plot FILE.png` draws busbw
@@ -53,7 +54,9 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
 use zipcoll::comm::launch::{child_communicator, spawn_ranks};
-use zipcoll::comm::{run_sim, Communicator, Compression, Config, Data, DeviceBuffer, Lossless, Options, TransportKind};
+use zipcoll::comm::{
+    run_sim, Communicator, Compression, Config, Data, DeviceBuffer, Lossless, Lossy, Options, TransportKind,
+};
 use zipcoll::reference::{collective, CollRef};
 use zipcoll::{testdata, units, DType, Error, ReduceOp};
 
@@ -93,10 +96,12 @@ struct Cli {
     /// Ranks (at least 2); default one per GPU (at least 2), 4 on the simulator.
     #[arg(long, value_parser = clap::value_parser!(u16).range(2..))]
     ranks: Option<u16>,
-    /// Compression: off, auto, or a codec name (expans, expwindow, fixedlen, huffman); several,
-    /// comma-separated, run one after the other at each size.
-    #[arg(long, default_value = "auto", value_parser = parse_compression, value_delimiter = ',', num_args = 1..)]
-    compression: Vec<Compression>,
+    /// Compression: off, auto, a codec name (expans, expwindow, fixedlen, huffman), or
+    /// lossy:SPEC (a lossy policy, its fields joined by `+`: lossy:error-bound:rel=1e-4,
+    /// lossy:qsgd:bits=4+bucket=256); several, comma-separated, run one after the other at each
+    /// size.
+    #[arg(long, default_value = "auto", value_parser = parse_setting, value_delimiter = ',', num_args = 1..)]
+    compression: Vec<Setting>,
     /// Transport: auto, p2p, net, sim (simulator threads).
     #[arg(long, default_value = "auto", value_parser = parse_transport)]
     transport: TransportKind,
@@ -285,8 +290,48 @@ fn parse_op(s: &str) -> Result<ReduceOp, String> {
         .ok_or_else(|| format!("unknown op {s:?}: sum, prod, min, max or avg"))
 }
 
-fn parse_compression(s: &str) -> Result<Compression, String> {
-    s.parse().map_err(|e: Error| e.to_string())
+/// One `--compression` setting: a lossless policy, or a lossy one (whose levels are coded as
+/// the communicator's compression says).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Setting {
+    Lossless(Compression),
+    Lossy(Lossy),
+}
+
+impl Setting {
+    /// The call options that apply it.
+    fn options(self) -> Options {
+        match self {
+            Setting::Lossless(c) => Options {
+                compression: Some(c),
+                lossy: Some(Lossy::Exact),
+                ..Options::default()
+            },
+            Setting::Lossy(l) => Options {
+                lossy: Some(l),
+                ..Options::default()
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Setting {
+    /// As `--compression` takes it: a lossy policy's fields joined by `+` (commas separate
+    /// settings).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Setting::Lossless(c) => write!(f, "{c}"),
+            Setting::Lossy(l) => write!(f, "lossy:{}", l.to_string().replace(',', "+")),
+        }
+    }
+}
+
+fn parse_setting(s: &str) -> Result<Setting, String> {
+    let parsed = match s.trim().strip_prefix("lossy:") {
+        Some(spec) => spec.replace('+', ",").parse().map(Setting::Lossy),
+        None => s.parse().map(Setting::Lossless),
+    };
+    parsed.map_err(|e: Error| e.to_string())
 }
 
 fn parse_transport(s: &str) -> Result<TransportKind, String> {
@@ -302,7 +347,7 @@ struct Row {
     /// The wire ratio (`None` where the transport does not count bytes).
     wire: Option<f64>,
     codec: String,
-    compression: Compression,
+    compression: Setting,
 }
 
 /// Every rank's result for `cli`'s sweep on inputs from `pool`; rank 0 prints it.
@@ -411,13 +456,13 @@ fn bandwidths(cli: &Cli, k: usize, row: &Row) -> (f64, f64) {
 }
 
 /// The settings as `--compression` takes them.
-fn settings(compression: &[Compression]) -> String {
+fn settings(compression: &[Setting]) -> String {
     compression.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
 }
 
 /// With several settings, a line per setting after the first: its time over the first's at
 /// each size (below 1: faster), e.g. `# auto / off: 0.79 (67108864) 0.69 (268435456)`.
-fn ratios(compression: &[Compression], rows: &[Row]) -> Vec<String> {
+fn ratios(compression: &[Setting], rows: &[Row]) -> Vec<String> {
     let Some((first, others)) = compression.split_first() else {
         return Vec::new();
     };
@@ -461,8 +506,8 @@ fn one_size(comm: &Communicator, cli: &Cli, pool: Option<&Pool>, size: u64, shap
     let mut rows = Vec::new();
     for &compression in &cli.compression {
         let timed = timed(comm, cli, shape, &src, &mut dst, compression, raw_wire)?;
-        let wrong = match cli.check {
-            0 => None,
+        let wrong = match (cli.check, compression) {
+            (0, _) | (_, Setting::Lossy(_)) => None,
             _ => {
                 let got = dst.to_host()?;
                 let here = wrong_here(comm, cli, shape, &inputs, &got[..shape.output * elem])?;
@@ -489,21 +534,19 @@ fn timed(
     shape: Shape,
     src: &DeviceBuffer,
     dst: &mut DeviceBuffer,
-    compression: Compression,
+    compression: Setting,
     raw_wire: Option<u64>,
 ) -> Result<Row, Error> {
-    let opts = Options {
-        compression: Some(compression),
-        ..Options::default()
-    };
+    let opts = compression.options();
     let codec = match compression {
-        Compression::Off => "raw".to_owned(),
-        Compression::Lossless(Lossless::Force(c)) => format!("{c:?}").to_ascii_lowercase(),
-        Compression::Lossless(Lossless::Auto) if shape.count > 0 => {
+        Setting::Lossy(_) => "lossy".to_owned(),
+        Setting::Lossless(Compression::Off) => "raw".to_owned(),
+        Setting::Lossless(Compression::Lossless(Lossless::Force(c))) => format!("{c:?}").to_ascii_lowercase(),
+        Setting::Lossless(Compression::Lossless(Lossless::Auto)) if shape.count > 0 => {
             let plan = comm.auto_plan(src, shape.count, cli.dtype)?;
             format!("{:?}", plan.codec()).to_ascii_lowercase()
         }
-        Compression::Lossless(Lossless::Auto) => "raw".to_owned(),
+        Setting::Lossless(Compression::Lossless(Lossless::Auto)) => "raw".to_owned(),
     };
     for _ in 0..cli.warmup {
         call(comm, cli, shape, src, dst, opts)?;
@@ -668,7 +711,9 @@ fn report(cli: &Cli, k: usize, row: &Row) {
 
 fn config(cli: &Cli, base: Config) -> Result<Config, Error> {
     let mut c = base.with_env()?;
-    c.compression = cli.compression.first().copied().unwrap_or(c.compression);
+    if let Some(Setting::Lossless(first)) = cli.compression.first() {
+        c.compression = *first;
+    }
     if cli.transport != TransportKind::Auto {
         c.transport = cli.transport;
     }

@@ -8,11 +8,15 @@
 //! | [`error_bound`] | bucket `q` of `x / 2eb` in `-127..=127`, or an escape | `|x - x'| <= eb` for every element (escapes exact) |
 //! | [`qsgd`]  | level `q` of `s <= 127` of `x / norm` per bucket of elements, drawn stochastically | `E[x'] = x` (in `f32`); NaN and infinities exact |
 //!
+//! [`levels`] quantizes the same two ways into integer levels on a scale every rank agreed,
+//! which the collectives sum exactly (the communicator's lossy calls).
+//!
 //! Symbol `0` is [`ESCAPE`] in both; symbol `q + 128` stands for `q`. Every function is a pure
 //! function of its arguments (the randomness of QSGD is a counter-based hash of a seed and the
 //! element's index), so the GPU and the simulator produce the same symbols.
 
 pub mod error_bound;
+pub mod levels;
 pub mod qsgd;
 
 use crate::dtype::F32Exact;

@@ -37,6 +37,28 @@ pub fn uniform(seed: u64, index: u64) -> f32 {
     (z >> 40) as f32 * (1.0 / (1u32 << 24) as f32)
 }
 
+/// The level `q` in `-levels..=levels` of a finite `x` in a bucket of L2 norm `norm`, drawn so
+/// that `E[q / levels x norm] = x` (`levels` in `1..=`[`MAX_LEVELS`]; a norm that is not
+/// positive and finite gives level 0: the bucket is all zeros, or its norm overflowed, see
+/// [`norm_of`]).
+#[inline]
+pub fn level(x: f32, norm: f32, levels: u32, seed: u64, index: u64) -> i32 {
+    if norm.is_nan() || norm <= 0.0 || norm.is_infinite() {
+        return 0;
+    }
+    let s = levels as f32;
+    // |v| <= norm, so a is in [0, s] up to rounding, which the clamp absorbs
+    let a = (x.abs() / norm * s).min(s);
+    let low = a as u32; // floor: a >= 0
+    let up = (uniform(seed, index) < a - low as f32) as u32;
+    let q = (low + up).min(levels) as i32;
+    if x < 0.0 {
+        -q
+    } else {
+        q
+    }
+}
+
 /// The symbol of element `x` (index `index` in the call) of a bucket whose finite elements have
 /// L2 norm `norm`, with `levels` levels (`1..=`[`MAX_LEVELS`]; others escape every element).
 #[inline]
@@ -45,16 +67,7 @@ pub fn quantize<T: F32Exact>(x: T::Bits, norm: f32, levels: u32, seed: u64, inde
     if !v.is_finite() || !(1..=MAX_LEVELS).contains(&levels) {
         return ESCAPE;
     }
-    if norm.is_nan() || norm <= 0.0 || norm.is_infinite() {
-        return 128; // level 0: the bucket is all zeros (or its norm overflowed: see `norm_of`)
-    }
-    let s = levels as f32;
-    // |v| <= norm, so a is in [0, s] up to rounding, which the clamp absorbs
-    let a = (v.abs() / norm * s).min(s);
-    let low = a as u32; // floor: a >= 0
-    let up = (uniform(seed, index) < a - low as f32) as u32;
-    let q = (low + up).min(levels) as i32;
-    (if v < 0.0 { 128 - q } else { 128 + q }) as u8
+    (128 + level(v, norm, levels, seed, index)) as u8
 }
 
 /// The element a non-escape `symbol` stands for in a bucket of norm `norm` with `levels`
@@ -77,6 +90,12 @@ pub fn norm_of<T: F32Exact>(bucket: &[T::Bits]) -> f32 {
         .filter(|v| v.is_finite())
         .map(|v| (v as f64) * (v as f64))
         .sum();
+    norm_from_squares(sum)
+}
+
+/// The norm of a bucket whose finite elements' squares sum to `sum` (in `f64`): its square
+/// root, rounded to `f32` (`+inf` past `f32`'s range).
+pub fn norm_from_squares(sum: f64) -> f32 {
     sqrt(sum) as f32
 }
 

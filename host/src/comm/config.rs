@@ -5,6 +5,7 @@
 //! | field          | default (GPU / simulator)  | environment variable        | meaning                                   |
 //! |----------------|----------------------------|-----------------------------|-------------------------------------------|
 //! | `compression`  | `Lossless(Auto)`           | `ZIPCOLL_COMPRESSION`       | `off`, `auto`, or a codec name (`expans`, ...) |
+//! | `lossy`        | `Exact`                    | `ZIPCOLL_LOSSY`             | `exact`, `error-bound:abs=EB`, `error-bound:rel=R`, `qsgd:bits=B[,bucket=N][,seed=S]` ([`super::Lossy`]) |
 //! | `transport`    | `Auto`                     | `ZIPCOLL_TRANSPORT`         | `auto`, `p2p`, `net` (`sim` for the simulator's in-process FIFOs) |
 //! | `buffer_bytes` | 4 MiB / 64 KiB             | `ZIPCOLL_BUFFER_BYTES`      | bytes of one FIFO (8 slots): 2K..=8G, with the suffixes of [`crate::units`] (`1M`, `64KiB`) |
 //! | `channels`     | 64 / 2                     | `ZIPCOLL_CHANNELS`          | channels (each with its own FIFOs) per collective and peer (1..=256) |
@@ -24,6 +25,7 @@
 //! BENCHMARKS.md has a sweep on 2 H200s: 256 channels move about 3x what 64 do).
 
 use super::calibration::Calibration;
+use super::Lossy;
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::transport::net::NetConfig;
@@ -120,6 +122,8 @@ impl FromStr for TransportKind {
 pub struct Config {
     /// The default compression of every call.
     pub compression: Compression,
+    /// The default lossy policy of every call it can serve ([`Lossy`]; `Exact`: none).
+    pub lossy: Lossy,
     /// The transport.
     pub transport: TransportKind,
     /// Bytes of one FIFO: `NSLOTS` slots.
@@ -156,6 +160,7 @@ impl Config {
     pub fn gpu() -> Config {
         Config {
             compression: Compression::Lossless(Lossless::Auto),
+            lossy: Lossy::Exact,
             transport: TransportKind::Auto,
             buffer_bytes: 4 << 20,
             channels: 64,
@@ -208,6 +213,9 @@ impl Config {
         }
         if let Some((name, v)) = set("ZIPCOLL_COMPRESSION") {
             self.compression = v.parse().map_err(|e: Error| bad((name, v), reason(e)))?;
+        }
+        if let Some((name, v)) = set("ZIPCOLL_LOSSY") {
+            self.lossy = v.parse().map_err(|e: Error| bad((name, v), reason(e)))?;
         }
         if let Some((name, v)) = set("ZIPCOLL_TRANSPORT") {
             self.transport = v.parse().map_err(|e: Error| bad((name, v), reason(e)))?;
@@ -279,6 +287,7 @@ impl Config {
                 "Config::{name} = {value}: {why} ({var})"
             )))
         };
+        self.lossy.validate()?;
         if let Err(why) = check_buffer_bytes(self.buffer_bytes) {
             return field(
                 "buffer_bytes",

@@ -804,6 +804,11 @@ impl Links {
         self.net.as_ref().map(NetTransport::total_bytes_sent)
     }
 
+    /// Where this rank's kernels run, and on the simulator with which warp width.
+    pub(crate) fn engine(&self) -> (&Engine, Backend) {
+        (&self.engine, self.backend)
+    }
+
     /// The stream a CUDA communicator's calls run on (none for the simulator).
     pub fn cuda_stream(&self) -> Option<&Arc<CudaStream>> {
         match &self.engine {

@@ -85,6 +85,7 @@ mod exec_sim;
 mod fabric;
 mod inflight;
 pub mod launch;
+mod lossy;
 mod plan;
 mod reduction;
 mod samples;
@@ -93,6 +94,7 @@ pub use bootstrap::{Bootstrap, UniqueId};
 pub use buffer::{DeviceBuffer, DeviceSlice};
 pub use config::{Compression, Config, Lossless, TransportKind};
 pub use inflight::CallTime;
+pub use lossy::{Bound, Lossy, LossyCounts};
 use reduction::KernelReduction;
 pub use reduction::{DeviceScalar, Reduction};
 
@@ -120,8 +122,12 @@ pub const LOOPS_PER_CHANNEL: usize = 4;
 /// Per-call overrides of the communicator's settings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Options {
-    /// This call's compression (`None`: the communicator's).
+    /// This call's compression (`None`: the communicator's). Under a lossy policy it codes
+    /// the quantized levels.
     pub compression: Option<Compression>,
+    /// This call's lossy policy (`None`: the communicator's, [`Config::lossy`]); one the call
+    /// cannot serve is an [`Error::InvalidArgument`] (see [`Lossy`]).
+    pub lossy: Option<Lossy>,
     /// All_reduce's algorithm.
     pub algorithm: Algorithm,
     /// A stream of the caller's that the call is ordered with, as NCCL's `stream` argument
@@ -241,6 +247,8 @@ pub struct Communicator {
     failed: Mutex<Option<String>>,
     /// Auto's checks of its choices against realized times (GPUs only, `checks.rs`).
     checks: Mutex<Checks>,
+    /// What its lossy calls did.
+    lossy: lossy::Counters,
 }
 
 /// Runs `f` as every rank of an `nranks` communicator on the simulator, one thread per rank;
@@ -291,6 +299,7 @@ impl Communicator {
             links,
             failed: Mutex::new(None),
             checks: Mutex::new(Checks::default()),
+            lossy: lossy::Counters::default(),
         })
     }
 
@@ -975,7 +984,16 @@ impl Communicator {
         opts: Options,
     ) -> Result<()> {
         let call = self.prepare(coll, data, count, dtype, op, root)?;
-        self.submit(call, opts)
+        match (self.lossy_for(&opts, coll, dtype, op)?, op) {
+            (Some(lossy), Reduction::Op(op)) => self.lossy_collective(call, lossy, op, opts),
+            _ => self.submit(call, opts),
+        }
+    }
+
+    /// How many of this rank's lossy calls quantized, and how many traveled exactly and why
+    /// (every rank of a call decides alike).
+    pub fn lossy_counts(&self) -> LossyCounts {
+        self.lossy.get()
     }
 
     /// Checks a collective's arguments (nothing is enqueued; an error leaves the communicator

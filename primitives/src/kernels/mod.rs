@@ -4,6 +4,7 @@
 pub mod block_codec;
 pub mod codec;
 mod collective;
+pub mod lossy;
 mod record_cause;
 mod reduce_copy;
 mod warp_all_reduce;
@@ -16,6 +17,7 @@ pub use codec::{decode_frames, encode_frames, encode_raw_frames, DecodeFrames, E
 pub use collective::{
     collective, collective_block, collective_block_coded, Collective, CollectiveBlock, CollectiveBlockCoded,
 };
+pub use lossy::{dequantize, lossy_stats, quantize, Dequantize, LossyStats, Quantize};
 pub use record_cause::{record_cause, RecordCause};
 pub use reduce_copy::{reduce_copy, ReduceCopy};
 pub use warp_all_reduce::{warp_all_reduce, WarpAllReduce};

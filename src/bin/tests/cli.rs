@@ -248,9 +248,10 @@ fn lossy_quantizers_report_their_ratios_and_errors() {
         assert_eq!(out.matches("symbols round trip ok").count(), 3, "{out}");
     }
     for (bad, message) in [
-        ("error-bound:abs=-1", "is not a positive number"),
-        ("qsgd:bits=9", "bad bits=9"),
-        ("zfp:rate=8", "expected error-bound:abs=EB"),
+        ("error-bound:abs=-1", "the bound must be a positive finite number"),
+        ("qsgd:bits=9", "bits 9: 2..=8"),
+        ("zfp:rate=8", "expected exact, error-bound:abs=EB"),
+        ("exact", "exact quantizes nothing"),
     ] {
         fails_with(&inspect(&[s(&file), "--dtype", "f32", "--lossy", bad]), 2, message);
     }

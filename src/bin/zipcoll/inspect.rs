@@ -13,12 +13,13 @@
 
 use crate::common::{say, Fail};
 use crate::input::{self, Tensor};
-use crate::lossy::{self, LossySpec};
+use crate::lossy;
 use clap::Args;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use zipcoll::codec::analysis::{analyze, ratio, round_trip};
 use zipcoll::codec::MAX_FRAME_DATA_BYTES;
+use zipcoll::comm::Lossy;
 use zipcoll::{Backend, CodecId, DType};
 /// Tensors larger than this get progress lines.
 pub const PROGRESS_BYTES: usize = 4 << 20;
@@ -47,7 +48,7 @@ pub struct InspectArgs {
     /// error-bound:rel=R (of the value range) or qsgd:bits=B[,bucket=N][,seed=S]; reports the
     /// ratios and the largest error instead of the lossless codecs (on the simulator).
     #[arg(long, value_parser = lossy::parse_lossy, conflicts_with_all = ["codec", "gpu"])]
-    pub lossy: Option<LossySpec>,
+    pub lossy: Option<Lossy>,
 }
 
 /// What `--codec` asks for.

@@ -17,95 +17,39 @@ use crate::common::{say, Fail};
 use crate::inspect::Outcome;
 use zipcoll::codec::analysis::elements;
 use zipcoll::codec::{decode_symbols, encode_symbols};
-use zipcoll::{CodecId, DType};
+use zipcoll::comm::{Bound, Lossy};
+use zipcoll::{CodecId, DType, Error};
 use zipcoll_device::dtype::{Bf16, F32Exact, F16, F32, F8E4M3, F8E5M2};
 use zipcoll_device::frame::HEADER_BYTES;
 use zipcoll_device::lossy::error_bound::relative_to_range;
 use zipcoll_device::lossy::{Quantizer, ESCAPE};
 
-/// What `--lossy` asks for.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum LossySpec {
-    /// An absolute error bound.
-    Abs(f32),
-    /// A bound relative to each tensor's value range.
-    Rel(f32),
-    /// QSGD: levels, bucket, seed.
-    Qsgd { levels: u32, bucket: usize, seed: u64 },
-}
-
-/// `--lossy`'s value (see the module table).
-pub fn parse_lossy(spec: &str) -> Result<LossySpec, String> {
-    let usage =
-        || format!("{spec:?}: expected error-bound:abs=EB, error-bound:rel=R or qsgd:bits=B[,bucket=N][,seed=S]");
-    let (kind, args) = spec.split_once(':').ok_or_else(usage)?;
-    let mut fields = args.split(',').map(|kv| kv.split_once('=').ok_or_else(usage));
-    let positive = |v: &str| -> Result<f32, String> {
-        v.parse::<f32>()
-            .ok()
-            .filter(|b| *b > 0.0 && b.is_finite())
-            .ok_or_else(|| format!("{spec:?}: {v:?} is not a positive number"))
-    };
-    match kind {
-        "error-bound" => {
-            let (k, v) = fields.next().ok_or_else(usage)??;
-            if fields.next().is_some() {
-                return Err(usage());
-            }
-            match k {
-                "abs" => Ok(LossySpec::Abs(positive(v)?)),
-                "rel" => Ok(LossySpec::Rel(positive(v)?)),
-                _ => Err(usage()),
-            }
-        }
-        "qsgd" => {
-            let (mut bits, mut bucket, mut seed) = (None, 512usize, 0u64);
-            for f in fields {
-                let (k, v) = f?;
-                let bad = || format!("{spec:?}: bad {k}={v}");
-                match k {
-                    "bits" => bits = Some(v.parse::<u32>().ok().filter(|b| (2..=8).contains(b)).ok_or_else(bad)?),
-                    "bucket" => bucket = v.parse().ok().filter(|b| *b > 0).ok_or_else(bad)?,
-                    "seed" => seed = v.parse().map_err(|_| bad())?,
-                    _ => return Err(usage()),
-                }
-            }
-            let bits = bits.ok_or_else(usage)?;
-            Ok(LossySpec::Qsgd {
-                levels: (1 << (bits - 1)) - 1,
-                bucket,
-                seed,
-            })
-        }
-        _ => Err(usage()),
+/// `--lossy`'s value: a lossy policy of the communicator's form (`zipcoll::comm::Lossy`), not
+/// `exact`.
+pub fn parse_lossy(spec: &str) -> Result<Lossy, String> {
+    match spec.parse::<Lossy>() {
+        Ok(Lossy::Exact) => Err(format!("{spec:?}: exact quantizes nothing; expected error-bound:abs=EB, error-bound:rel=R or qsgd:bits=B[,bucket=N][,seed=S]")),
+        Ok(l) => Ok(l),
+        Err(Error::InvalidArgument(why)) => Err(why),
+        Err(e) => Err(e.to_string()),
     }
 }
 
-impl std::fmt::Display for LossySpec {
-    /// As it was written (`error-bound:abs=0.001`, `qsgd:bits=8,bucket=512,seed=0`).
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match *self {
-            LossySpec::Abs(eb) => write!(f, "error-bound:abs={eb}"),
-            LossySpec::Rel(rel) => write!(f, "error-bound:rel={rel}"),
-            LossySpec::Qsgd { levels, bucket, seed } => {
-                write!(f, "qsgd:bits={},bucket={bucket},seed={seed}", (levels + 1).ilog2() + 1)
-            }
-        }
-    }
-}
-
-impl LossySpec {
-    /// The quantizer for a tensor of finite range `[min, max]` (`None`: no finite value), or why
-    /// there is none.
-    fn quantizer(self, range: Option<(f32, f32)>) -> Result<Quantizer, String> {
-        match self {
-            LossySpec::Abs(eb) => Ok(Quantizer::ErrorBound { eb }),
-            LossySpec::Rel(rel) => range
-                .and_then(|(min, max)| relative_to_range(rel, min, max))
-                .map(|eb| Quantizer::ErrorBound { eb })
-                .ok_or_else(|| "no positive finite bound from the value range (all zero or no finite value)".into()),
-            LossySpec::Qsgd { levels, bucket, seed } => Ok(Quantizer::Qsgd { levels, bucket, seed }),
-        }
+/// The quantizer of `spec` for a tensor of finite range `[min, max]` (`None`: no finite value),
+/// or why there is none.
+fn quantizer(spec: Lossy, range: Option<(f32, f32)>) -> Result<Quantizer, String> {
+    match spec {
+        Lossy::ErrorBound(Bound::Abs(eb)) => Ok(Quantizer::ErrorBound { eb }),
+        Lossy::ErrorBound(Bound::Rel(rel)) => range
+            .and_then(|(min, max)| relative_to_range(rel, min, max))
+            .map(|eb| Quantizer::ErrorBound { eb })
+            .ok_or_else(|| "no positive finite bound from the value range (all zero or no finite value)".into()),
+        Lossy::Qsgd { bucket, seed, .. } => Ok(Quantizer::Qsgd {
+            levels: spec.levels(),
+            bucket: bucket as usize,
+            seed,
+        }),
+        Lossy::Exact => Err("exact quantizes nothing".into()),
     }
 }
 
@@ -146,7 +90,7 @@ fn quantize<T: F32Exact>(q: &Quantizer, x: &[T::Bits]) -> Quantized<T::Bits> {
 
 /// Prints the `--lossy` report of one tensor of `dtype` (see the module table); `Mismatch` when
 /// an element broke the error bound or a coded symbol stream did not decode to itself.
-pub fn report(spec: LossySpec, dtype: DType, data: &[u8], frame_elems: usize) -> Result<Outcome, Fail> {
+pub fn report(spec: Lossy, dtype: DType, data: &[u8], frame_elems: usize) -> Result<Outcome, Fail> {
     match dtype {
         DType::Bf16 => report_as::<Bf16>(spec, data, frame_elems),
         DType::F16 => report_as::<F16>(spec, data, frame_elems),
@@ -160,14 +104,14 @@ pub fn report(spec: LossySpec, dtype: DType, data: &[u8], frame_elems: usize) ->
     }
 }
 
-fn report_as<T: F32Exact>(spec: LossySpec, data: &[u8], frame_elems: usize) -> Result<Outcome, Fail> {
+fn report_as<T: F32Exact>(spec: Lossy, data: &[u8], frame_elems: usize) -> Result<Outcome, Fail> {
     let size = T::DTYPE.size_bytes();
     let x = elements::<T>(data);
     let finite = x.iter().map(|&e| T::to_f32(e)).filter(|v| v.is_finite());
     let range = finite.fold(None, |r: Option<(f32, f32)>, v| {
         Some(r.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))))
     });
-    let q = match spec.quantizer(range) {
+    let q = match quantizer(spec, range) {
         Ok(q) => q,
         Err(why) => {
             say!("  lossy     {spec}: {why}");

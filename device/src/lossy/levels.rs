@@ -1,0 +1,67 @@
+//! Quantization into integer levels that a collective combines exactly: every rank quantizes
+//! its input on a scale all ranks agreed (one bound, or one norm per bucket), the collective
+//! sums, takes the max or moves the integers (lossless), and the result is scaled back once.
+//! So a sum of `k` ranks is off by at most `k x eb` whatever the number of hops: nothing is
+//! quantized twice.
+//!
+//! | quantizer        | level of `x`                                        | value of a combined level `l` |
+//! |------------------|-----------------------------------------------------|-------------------------------|
+//! | error bound `eb` | [`bound_level`]: `q` with `|x - 2 eb q| <= eb` exactly, `|q| <= qmax` | `l x 2 eb / divisor`, rounded once to the dtype |
+//! | QSGD, `s` levels, bucket norm `norm` | [`qsgd::level`]: `q` in `-s..=s`, `E[q norm / s] = x` | `l x norm / s / divisor`, rounded once to the dtype |
+//!
+//! `divisor` is the number of ranks for an average, else 1. Levels stay within
+//! [`MAX_LEVEL`], so `2 |q| + 1` times `eb`'s 24-bit significand fits `f64`'s 53 bits and the
+//! bound check in [`bound_level`] is exact. Non-finite elements have no level: callers send a
+//! call holding one exactly instead.
+//!
+//! ```
+//! use zipcoll_device::dtype::F32;
+//! use zipcoll_device::lossy::levels::{bound_level, value};
+//! let (eb, x) = (0.01f32, [0.304f32, -1.2]);
+//! let q: Vec<i32> = x.iter().map(|&v| bound_level(v, eb, 1000).unwrap()).collect();
+//! let sum = f32::from_bits(value::<F32>(q[0] + q[1], 2.0 * eb as f64, 1));
+//! assert!((sum - (0.304 - 1.2)).abs() <= 2.0 * eb + 1e-6);
+//! ```
+
+pub use super::qsgd::level as qsgd_level;
+use crate::dtype::F32Exact;
+
+/// The largest level in magnitude: `(2 MAX_LEVEL + 1) x 2^24 <= 2^53`.
+pub const MAX_LEVEL: i32 = 1 << 27;
+
+/// Whether `x` lies in `[(2q - 1) eb, (2q + 1) eb]`, i.e. `|x - 2 eb q| <= eb`, exactly: for
+/// `|q| <= MAX_LEVEL` both ends are products of an odd integer below `2^28 + 2` and `eb`'s
+/// 24-bit significand, exact in `f64`, and `x` is an `f32`.
+#[inline(always)]
+fn covers(x: f32, eb: f32, q: i32) -> bool {
+    let (x, eb, q) = (x as f64, eb as f64, q as f64);
+    (2.0 * q - 1.0) * eb <= x && x <= (2.0 * q + 1.0) * eb
+}
+
+/// The level `q` of `x` under the bound `eb` (a finite `f32 > 0`): the nearest multiple of
+/// `2 eb`, `|x - 2 eb q| <= eb` exactly, `|q| <= min(qmax, MAX_LEVEL)`; `None` for non-finite
+/// `x`, a bad bound, or `x` beyond the levels.
+#[inline]
+pub fn bound_level(x: f32, eb: f32, qmax: i32) -> Option<i32> {
+    let qmax = qmax.min(MAX_LEVEL);
+    if !(x.is_finite() && eb > 0.0 && eb.is_finite() && qmax >= 0) {
+        return None;
+    }
+    let t = x as f64 / (2.0 * eb as f64);
+    if t.abs() > qmax as f64 + 1.0 {
+        return None;
+    }
+    // `t` is within 2^-25 of the exact quotient (relative 2^-53 of at most 2^27 + 1), so
+    // rounding it lands on the nearest level or a neighbour; the exact check picks
+    let r = if t < 0.0 { t - 0.5 } else { t + 0.5 } as i32;
+    [r, r - 1, r + 1]
+        .into_iter()
+        .find(|&q| q.abs() <= qmax && covers(x, eb, q))
+}
+
+/// The element that a combined level `sum` stands for: `sum x unit / divisor` in `f64`,
+/// rounded to `f32` and then to `T` (`unit` is `2 eb`, or a bucket's `norm / s`).
+#[inline]
+pub fn value<T: F32Exact>(sum: i32, unit: f64, divisor: u32) -> T::Bits {
+    T::from_f32((sum as f64 * unit / divisor.max(1) as f64) as f32)
+}
