@@ -19,7 +19,7 @@
 //! | busbw       | algbw x nccl-tests' factor: all_reduce 2(k-1)/k, all_gather, reduce_scatter and all_to_all (k-1)/k, the others 1 |
 //! | #wrong      | with `-c 1`: elements that differ from the scalar reference of the same reduction order (zipcoll is bit-exact, so any is a failure), summed over ranks; `N/A` with `-c 0` and for lossy settings (`zipcoll-comm lossy` checks their bounds) |
 //! | wire        | bytes on the wire per call over those of the same call with compression off (one untimed call), summed over ranks, frame headers included; `N/A` where the transport does not count them (P2P, SIM: only NET's proxies do) |
-//! | codec       | what rank 0's calls send: `lossy` for a lossy setting (its levels coded as the communicator's compression says), the forced codec, `raw` with compression off, or Auto's pick for this size and data (`Communicator::auto_plan`; on a GPU Auto's checks may send some calls RAW where coding ran slower, which the wire ratio shows) |
+//! | codec       | what rank 0's calls send: `lossy` for a lossy setting (its levels coded as Auto decides), the forced codec, `raw` with compression off, or Auto's pick for this size and data (`Communicator::auto_plan`; on a GPU Auto's checks may send some calls RAW where coding ran slower, which the wire ratio shows) |
 //! | compression | the setting the row ran with (`--compression` takes several, comma-separated: each size runs each in turn, on the same buffers and ranks); `lossy:SPEC` quantizes (`zipcoll::comm::Lossy`, its own fields joined by `+` here: `lossy:qsgd:bits=4+bucket=256`) |
 //!
 //! With several settings the table ends with each one's time over the first's per size
@@ -290,8 +290,7 @@ fn parse_op(s: &str) -> Result<ReduceOp, String> {
         .ok_or_else(|| format!("unknown op {s:?}: sum, prod, min, max or avg"))
 }
 
-/// One `--compression` setting: a lossless policy, or a lossy one (whose levels are coded as
-/// the communicator's compression says).
+/// One `--compression` setting: a lossless policy, or a lossy one (whose levels Auto codes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Setting {
     Lossless(Compression),
@@ -308,6 +307,7 @@ impl Setting {
                 ..Options::default()
             },
             Setting::Lossy(l) => Options {
+                compression: Some(Compression::Lossless(Lossless::Auto)),
                 lossy: Some(l),
                 ..Options::default()
             },
