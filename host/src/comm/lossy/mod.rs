@@ -25,7 +25,8 @@
 //!    decided alike on every rank ([`LossyCounts`] says how often);
 //! 3. quantize, the collective on the levels (sum, max, min, or moved), scale back into the
 //!    output; the call returns once the result is in place (it checks that every element had a
-//!    level: one that changed under the call is an error, never a wrong result).
+//!    level: an input that changed under the call is [`crate::Error::InputChanged`], and the
+//!    communicator is aborted, so the peers' next calls fail too).
 //!
 //! Levels are `i8`, narrower than every dtype served (a quarter of f32's bytes, half of bf16's;
 //! the lossless coders then take what the levels leave): a sum of `k` ranks under QSGD needs
@@ -55,6 +56,25 @@ pub enum Bound {
 }
 
 /// Whether calls quantize their data (see the module table).
+///
+/// ```
+/// use zipcoll_host::comm::{run_sim, Config, Data, Lossy, Options};
+/// use zipcoll_host::{DType, ReduceOp};
+/// let eb = 0.05f32;
+/// let sums = run_sim(2, Config::sim(), |comm| {
+///     let x: Vec<f32> = (0..1000).map(|i| ((i * 7 + comm.rank()) % 13) as f32 * 0.1).collect();
+///     let mut buf = comm.alloc(4 * x.len())?;
+///     buf.copy_from_host(&x.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())?;
+///     let opts = Options { lossy: Some(format!("error-bound:abs={eb}").parse()?), ..Options::default() };
+///     comm.all_reduce(Data::InPlace(&mut buf), x.len(), DType::F32, ReduceOp::Sum, opts)?;
+///     assert_eq!(comm.lossy_counts().quantized, 1);
+///     let out = buf.to_host()?;
+///     Ok(f32::from_le_bytes(out[4..8].try_into().unwrap()))
+/// })?;
+/// // element 1: 0.7 + 0.8 on the two ranks, within 2 x eb
+/// assert!((sums[0] - 1.5).abs() <= 2.0 * eb + 1e-6);
+/// # Ok::<(), zipcoll_host::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub enum Lossy {
     /// Bit for bit.
