@@ -15,11 +15,12 @@ Writes raw little-endian files into OUTDIR (argument 1):
 The model is trained for a few steps of AdamW on synthetic Zipf-distributed tokens so that the
 weights move away from their initialization and the gradients are those of a real loss.
 """
-import sys, time
+import os, sys, time
 import torch
 import torch.nn as nn
 
 out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
 torch.manual_seed(0)
 dev = torch.device("cuda:0")
 vocab, d, layers, heads, seq, batch, steps = 32000, 1024, 6, 16, 512, 8, 30
