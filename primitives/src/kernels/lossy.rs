@@ -4,9 +4,16 @@
 //!
 //! | kernel           | threads                       | reads                 | writes                         |
 //! |------------------|-------------------------------|-----------------------|--------------------------------|
-//! | [`lossy_stats`]  | one warp per bucket (warp-stride) | `n` elements      | [`STAT_WORDS`] `f32`s per bucket: max, -min, non-finite, norm |
-//! | [`quantize`]     | one thread per element (grid-stride) | `n` elements, the bucket norms (QSGD) | `n` `i8` levels, a rejection word |
-//! | [`dequantize`]   | one thread per element (grid-stride) | `n` levels, the scales | `n` elements          |
+//! | [`lossy_stats`]  | one warp per bucket (warp-stride), a lane per 16 bytes of elements | `n` elements | [`STAT_WORDS`] `f32`s per bucket: max, -min, non-finite, norm |
+//! | [`quantize`]     | one thread per 16 bytes of elements (grid-stride) | `n` elements, the bucket norms (QSGD) | `n` `i8` levels, a rejection word |
+//! | [`dequantize`]   | one thread per 16 bytes of elements (grid-stride) | `n` levels, the scales | `n` elements |
+//!
+//! Where the element array (and the levels) start 16-byte aligned, a thread reads or writes
+//! its elements as one 16-byte vector (4 `f32`s or 8 `bf16` / `f16`s, consecutive lanes on
+//! consecutive vectors) and their levels as one 4- or 8-byte word; the elements past the last
+//! whole vector, and every element of an unaligned array, go one per thread. Either way each
+//! element gets the same value, so the output depends neither on alignment nor on the target
+//! or the launch shape.
 //!
 //! A statistics record of a bucket holds its largest finite element (`-inf` if none), the
 //! negated smallest, 1.0 if it holds a NaN or an infinity (else 0.0), and the L2 norm of its
@@ -14,16 +21,46 @@
 //! QSGD norm every rank quantizes a bucket with is then the largest rank's, which keeps every
 //! element within it: still unbiased).
 
+use core::mem::size_of;
 use zipcoll_codegen::kernel;
-use zipcoll_device::dtype::{F32Exact, F32, F64};
+use zipcoll_device::dtype::{Elem, F32Exact, F32, F64};
 use zipcoll_device::lossy::levels::{bound_level, qsgd_level, value};
 use zipcoll_device::lossy::qsgd::norm_from_squares;
 use zipcoll_device::reduce::{Max, RedOp, Sum};
 use zipcoll_device::warp_reduce::warp_all_reduce;
-use zipcoll_targets::{Scope, Warp};
+use zipcoll_targets::{Scope, Warp, Word, V4};
 
 /// `f32`s in a bucket's statistics record.
 pub const STAT_WORDS: usize = 4;
+
+/// Elements of `T` in one 16-byte vector: 4 (`f32`) or 8 (`bf16`, `f16`).
+pub const fn per_vector<T: Elem>() -> usize {
+    16 / size_of::<T::Bits>()
+}
+
+/// Whether `p` is 16-byte aligned: the vector loop's condition.
+#[inline(always)]
+fn aligned<B>(p: *const B) -> bool {
+    (p as usize).is_multiple_of(16)
+}
+
+/// The 16 bytes of vector `v` of the array at `p` (16-byte aligned), as one little-endian
+/// number: element `k` of the vector is bits `k x 8 size..` of it.
+///
+/// # Safety
+/// `p` is 16-byte aligned and valid for reads of vector `v`.
+#[inline(always)]
+unsafe fn load_vector<W: Warp, B>(w: W, p: *const B, v: usize) -> u128 {
+    // SAFETY: the caller's contract.
+    let [a, b, c, d] = unsafe { w.load_v4(p.cast::<V4>().add(v)) }.0;
+    a as u128 | (b as u128) << 32 | (c as u128) << 64 | (d as u128) << 96
+}
+
+/// Element `k` of `vector` (see [`load_vector`]).
+#[inline(always)]
+fn element<T: Elem>(vector: u128, k: usize) -> T::Bits {
+    T::Bits::from_bits64((vector >> (8 * size_of::<T::Bits>() * k)) as u64)
+}
 
 /// The statistics record of each bucket of `bucket` elements of the `n` at `input` into
 /// `stats + STAT_WORDS * b` (see the module docs).
@@ -34,18 +71,19 @@ pub const STAT_WORDS: usize = 4;
 #[kernel(dtype = [bf16, f16, f32], vendor = [nvptx])]
 pub unsafe fn lossy_stats<W: Warp, T: F32Exact>(w: W, input: *const T::Bits, n: usize, bucket: usize, stats: *mut f32) {
     let (max, sum) = (Max::new::<F32>(1), Sum::new::<F64>(1));
-    let lanes = W::WIDTH as usize;
+    let (lanes, per) = (W::WIDTH as usize, per_vector::<T>());
     let warps = w.global_threads() / lanes;
     let mut b = w.global_idx() / lanes;
     while b * bucket < n {
         let (start, end) = (b * bucket, n.min((b + 1) * bucket));
-        // each lane: the max, -min, non-finite flag and sum of squares of its elements
-        // `start + lane, start + lane + WIDTH, ..`
+        // SAFETY: `start < n`.
+        let at = unsafe { input.add(start) };
+        let vectors = if aligned(at) { (end - start) / per } else { 0 };
+        // each lane: the max, -min, non-finite flag and sum of squares of its elements: vectors
+        // `lane, lane + WIDTH, ..` of the bucket, then elements `start + per vectors + lane, ..`
         let (mut hi, mut lo, mut bad, mut squares) = (f32::NEG_INFINITY, f32::NEG_INFINITY, 0.0f32, 0.0f64);
-        let mut i = start + w.lane_id() as usize;
-        while i < end {
-            // SAFETY: `i < n`.
-            let x = T::to_f32(unsafe { input.add(i).read() });
+        let mut add = |bits: T::Bits| {
+            let x = T::to_f32(bits);
             if x.is_finite() {
                 hi = hi.max(x);
                 lo = lo.max(-x);
@@ -53,6 +91,20 @@ pub unsafe fn lossy_stats<W: Warp, T: F32Exact>(w: W, input: *const T::Bits, n: 
             } else {
                 bad = 1.0;
             }
+        };
+        let mut v = w.lane_id() as usize;
+        while v < vectors {
+            // SAFETY: vector `v` of the bucket's aligned `vectors`.
+            let vector = unsafe { load_vector(w, at, v) };
+            for k in 0..per {
+                add(element::<T>(vector, k));
+            }
+            v += lanes;
+        }
+        let mut i = start + per * vectors + w.lane_id() as usize;
+        while i < end {
+            // SAFETY: `i < n`.
+            add(unsafe { input.add(i).read() });
             i += lanes;
         }
         // every lane: the bucket's values
@@ -79,7 +131,7 @@ pub unsafe fn lossy_stats<W: Warp, T: F32Exact>(w: W, input: *const T::Bits, n: 
 ///
 /// # Safety
 /// `input` is valid for `n` reads, `out` for `n` writes, `rejected` for one word, and with
-/// `levels > 0`, `stats` for the records of `ceil(n / bucket)` buckets.
+/// `levels > 0`, `stats` for the records of `ceil(n / bucket)` buckets; `bucket >= 1`.
 #[kernel(dtype = [bf16, f16, f32], vendor = [nvptx])]
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn quantize<W: Warp, T: F32Exact>(
@@ -95,29 +147,71 @@ pub unsafe fn quantize<W: Warp, T: F32Exact>(
     out: *mut i8,
     rejected: *mut u32,
 ) {
-    let stride = w.global_threads();
-    let mut i = w.global_idx();
-    while i < n {
-        // SAFETY: `i < n`.
-        let x = T::to_f32(unsafe { input.add(i).read() });
-        let level = match levels {
-            0 => bound_level(x, eb, qmax.min(i8::MAX as u32) as i32),
-            // SAFETY: bucket `i / bucket` has a record.
-            _ if x.is_finite() => Some(qsgd_level(
-                x,
-                unsafe { stats.add(STAT_WORDS * (i / bucket) + 3).read() },
-                levels,
-                seed,
-                i as u64,
-            )),
+    let (qmax, per, stride) = (qmax.min(i8::MAX as u32) as i32, per_vector::<T>(), w.global_threads());
+    // the QSGD norm of element `i`'s bucket
+    // SAFETY: bucket `i / bucket` has a record.
+    let norm_at = |i: usize| unsafe { stats.add(STAT_WORDS * (i / bucket) + 3).read() };
+    // element `i`'s level as a byte (0 where it has none), QSGD's on the bucket norm `norm`
+    let level = |i: usize, bits: T::Bits, norm: f32| -> Option<u8> {
+        let x = T::to_f32(bits);
+        let q = match levels {
+            0 => bound_level(x, eb, qmax),
+            _ if x.is_finite() => Some(qsgd_level(x, norm, levels, seed, i as u64)),
             _ => None,
         };
-        if level.is_none() {
-            // SAFETY: one word; every writer stores the same value.
-            unsafe { w.store_relaxed(rejected, 1u32, Scope::Gpu) };
+        // a level is within `qmax <= 127` or `levels <= 127`
+        q.map(|q| q as i8 as u8)
+    };
+    let reject = || {
+        // SAFETY: one word; every writer stores the same value.
+        unsafe { w.store_relaxed(rejected, 1u32, Scope::Gpu) }
+    };
+    let vectors = if aligned(input) && aligned(out) { n / per } else { 0 };
+    let mut v = w.global_idx();
+    while v < vectors {
+        // this thread: elements `i0 .. i0 + per`, their levels one word; under QSGD one norm
+        // for them all unless they straddle buckets
+        let i0 = per * v;
+        let norm = match levels {
+            0 => None,
+            _ => (i0 / bucket == (i0 + per - 1) / bucket).then(|| norm_at(i0)),
+        };
+        // SAFETY: vector `v` of the aligned `vectors`.
+        let vector = unsafe { load_vector(w, input, v) };
+        let (mut word, mut bad) = (0u64, false);
+        for k in 0..per {
+            let i = i0 + k;
+            let norm = match (levels, norm) {
+                (0, _) => 0.0,
+                (_, Some(norm)) => norm,
+                _ => norm_at(i),
+            };
+            let q = level(i, element::<T>(vector, k), norm);
+            bad |= q.is_none();
+            word |= (q.unwrap_or(0) as u64) << (8 * k);
         }
-        // SAFETY: `i < n`; a level is within `qmax <= 127` or `levels <= 127`.
-        unsafe { out.add(i).write(level.unwrap_or(0) as i8) };
+        if bad {
+            reject();
+        }
+        // SAFETY: levels `i0 .. i0 + per` of the `n`, `per`-byte aligned.
+        unsafe {
+            match per {
+                4 => out.add(i0).cast::<u32>().write(word as u32),
+                _ => out.add(i0).cast::<u64>().write(word),
+            }
+        }
+        v += stride;
+    }
+    let mut i = per * vectors + w.global_idx();
+    while i < n {
+        let norm = if levels == 0 { 0.0 } else { norm_at(i) };
+        // SAFETY: `i < n`.
+        let q = level(i, unsafe { input.add(i).read() }, norm);
+        if q.is_none() {
+            reject();
+        }
+        // SAFETY: `i < n`.
+        unsafe { out.add(i).write(q.unwrap_or(0) as i8) };
         i += stride;
     }
 }
@@ -149,24 +243,65 @@ pub unsafe fn dequantize<W: Warp, T: F32Exact>(
     divisor: u32,
     out: *mut T::Bits,
 ) {
-    let stride = w.global_threads();
-    let mut i = w.global_idx();
-    while i < n {
-        // SAFETY: `i < n`.
-        let level = unsafe { input.add(i).read() } as i32;
-        let source = i / block;
-        // SAFETY: the source's entry, or the record of its bucket.
-        let unit = unsafe {
-            match levels {
-                0 => 2.0 * ebs.add(source).read() as f64,
-                _ => {
-                    let record = source * records + (first + i % block) / bucket;
-                    stats.add(STAT_WORDS * record + 3).read() as f64 / levels as f64
-                }
+    let (per, stride) = (per_vector::<T>(), w.global_threads());
+    // the unit of a level of `source` at position `p` of its input
+    // SAFETY: the source's entry, or the record of its bucket.
+    let unit = |source: usize, p: usize| unsafe {
+        match levels {
+            0 => 2.0 * ebs.add(source).read() as f64,
+            _ => stats.add(STAT_WORDS * (source * records + p / bucket) + 3).read() as f64 / levels as f64,
+        }
+    };
+    // element `i`'s source and position (one source, the reductions': no division)
+    let place = |i: usize| match n <= block {
+        true => (0, first + i),
+        false => (i / block, first + i % block),
+    };
+    let vectors = if aligned(input) && aligned(out) { n / per } else { 0 };
+    let mut v = w.global_idx();
+    while v < vectors {
+        // this thread: elements `i0 .. i0 + per` from one word of levels, with one unit unless
+        // they straddle sources or (QSGD) buckets
+        let i0 = per * v;
+        let (s0, p0) = place(i0);
+        let one = p0 + per <= first + block && (levels == 0 || p0 / bucket == (p0 + per - 1) / bucket);
+        let u0 = unit(s0, p0);
+        // SAFETY: levels `i0 .. i0 + per` of the `n`, `per`-byte aligned.
+        let word = unsafe {
+            match per {
+                4 => input.add(i0).cast::<u32>().read() as u64,
+                _ => input.add(i0).cast::<u64>().read(),
             }
         };
+        let mut vector = 0u128;
+        for k in 0..per {
+            let u = match one {
+                true => u0,
+                false => {
+                    let (s, p) = place(i0 + k);
+                    unit(s, p)
+                }
+            };
+            let x = value::<T>((word >> (8 * k)) as u8 as i8 as i32, u, divisor);
+            vector |= (x.to_bits64() as u128) << (8 * size_of::<T::Bits>() * k);
+        }
+        let v4 = V4([
+            vector as u32,
+            (vector >> 32) as u32,
+            (vector >> 64) as u32,
+            (vector >> 96) as u32,
+        ]);
+        // SAFETY: vector `v` of the aligned `vectors`.
+        unsafe { w.store_v4(out.cast::<V4>().add(v), v4) };
+        v += stride;
+    }
+    let mut i = per * vectors + w.global_idx();
+    while i < n {
+        let (s, p) = place(i);
         // SAFETY: `i < n`.
-        unsafe { out.add(i).write(value::<T>(level, unit, divisor)) };
+        let x = value::<T>(unsafe { input.add(i).read() } as i32, unit(s, p), divisor);
+        // SAFETY: `i < n`.
+        unsafe { out.add(i).write(x) };
         i += stride;
     }
 }

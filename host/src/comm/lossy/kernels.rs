@@ -5,7 +5,7 @@
 //! | launch        | grid (GPU)                                 | simulator                |
 //! |---------------|--------------------------------------------|--------------------------|
 //! | [`stats`]     | one warp per bucket, at most `GPU_MAX_BLOCKS` blocks (warp-stride) | `sim::config` over the buckets' warps |
-//! | [`quantize`], [`dequantize`] | one thread per element, at most `GPU_MAX_BLOCKS` blocks (grid-stride) | `sim::config` over the elements |
+//! | [`quantize`], [`dequantize`] | one thread per 16 bytes of elements, at most `GPU_MAX_BLOCKS` blocks (grid-stride) | `sim::config` over the vectors |
 //!
 //! Every pointer is an address in the engine's memory (host memory on the simulator).
 
@@ -43,6 +43,11 @@ fn grid(threads: usize) -> LaunchConfig {
         block_dim: (GPU_BLOCK, 1, 1),
         shared_mem_bytes: 0,
     }
+}
+
+/// The threads of [`quantize`] and [`dequantize`] on `n` elements: one per 16 bytes.
+fn vectors(dtype: DType, n: usize) -> usize {
+    (n * dtype.size_bytes()).div_ceil(16)
 }
 
 /// `InvalidArgument` for a dtype the lossy kernels are not built for.
@@ -154,7 +159,7 @@ pub(super) unsafe fn quantize((engine, backend): (&Engine, Backend), dtype: DTyp
             let ps = SharedPtr(q.stats.cast_mut().cast::<f32>());
             let (po, pr) = (SharedPtr(q.out.cast::<i8>()), SharedPtr(q.rejected.cast::<u32>()));
             let Levels { levels, bucket, seed } = q.how;
-            run::<W>(config::<W>(q.n), |w| {
+            run::<W>(config::<W>(q.n.div_ceil(lossy::per_vector::<T>())), |w| {
                 let (i, s, o, r) = (pi.get(), ps.get(), po.get(), pr.get());
                 // SAFETY: the caller's contract; each element is one thread's, `rejected` is
                 // stored atomically.
@@ -177,7 +182,7 @@ pub(super) unsafe fn quantize((engine, backend): (&Engine, Backend), dtype: DTyp
         .arg(&q.qmax);
     launch.arg(&levels).arg(&seed).arg(&out).arg(&rejected);
     // SAFETY: the entry point's parameters in this order, as the caller's contract describes.
-    unsafe { launch.launch(grid(q.n)) }.map_err(cuda_error("cuLaunchKernel"))?;
+    unsafe { launch.launch(grid(vectors(dtype, q.n))) }.map_err(cuda_error("cuLaunchKernel"))?;
     Ok(())
 }
 
@@ -218,7 +223,7 @@ pub(super) unsafe fn dequantize((engine, backend): (&Engine, Backend), dtype: DT
                 SharedPtr(d.out.cast::<T::Bits>()),
             );
             let Levels { levels, bucket, .. } = d.how;
-            run::<W>(config::<W>(d.n), |w| {
+            run::<W>(config::<W>(d.n.div_ceil(lossy::per_vector::<T>())), |w| {
                 let (i, s, e, o) = (pi.get(), ps.get(), pe.get(), po.get());
                 // SAFETY: the caller's contract; each element is one thread's.
                 unsafe {
@@ -244,6 +249,6 @@ pub(super) unsafe fn dequantize((engine, backend): (&Engine, Backend), dtype: DT
         .arg(&d.records);
     launch.arg(&bucket).arg(&ebs).arg(&levels).arg(&d.divisor).arg(&out);
     // SAFETY: the entry point's parameters in this order, as the caller's contract describes.
-    unsafe { launch.launch(grid(d.n)) }.map_err(cuda_error("cuLaunchKernel"))?;
+    unsafe { launch.launch(grid(vectors(dtype, d.n))) }.map_err(cuda_error("cuLaunchKernel"))?;
     Ok(())
 }

@@ -1,0 +1,213 @@
+//! The lossy kernels (`kernels::lossy`) on the simulator against element-by-element references
+//! (`zipcoll_device::lossy`): lengths around a 16-byte vector of elements, input and output at
+//! every offset (16-byte aligned or not: the vector and the element paths), buckets and
+//! sources that do not divide a vector, and grids smaller than the data (the strided loops).
+//!
+//! | kernel        | reference, per element or bucket |
+//! |---------------|-----------------------------------|
+//! | `lossy_stats` | max, -min, the non-finite flag exactly; the norm within an `f32` ulp of `qsgd::norm_of` (the `f64` sums' order differs) |
+//! | `quantize`    | `bound_level` or `qsgd_level` with bucket `i / bucket`'s norm; the rejection word set exactly when an element has no level |
+//! | `dequantize`  | `value` with source `i / block`'s unit at position `first + i % block` |
+
+use zipcoll_device::dtype::{Bf16, F32Exact, F16, F32};
+use zipcoll_device::lossy::levels::{bound_level, qsgd_level, value};
+use zipcoll_device::lossy::qsgd::norm_of;
+use zipcoll_primitives::kernels::lossy::{dequantize, lossy_stats, quantize, STAT_WORDS};
+use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
+use zipcoll_targets::{Word, V4};
+
+/// Lengths around one and two vectors (4 `f32`s, 8 `bf16`s), and past what the test grid
+/// covers in one stride.
+const LENGTHS: [usize; 10] = [0, 1, 3, 4, 7, 8, 9, 17, 100, 2 * 64 * 8 + 37];
+
+/// A grid of two blocks of 64 threads: fewer threads than chunks for the longest length.
+fn grid() -> LaunchConfig {
+    LaunchConfig::new(2, 64)
+}
+
+/// Room for `n` values of `B` at an offset of `offset` values from a 16-byte aligned start.
+struct Aligned {
+    storage: Vec<V4>,
+}
+
+impl Aligned {
+    fn new(bytes: usize) -> Self {
+        Self {
+            storage: vec![V4::default(); bytes.div_ceil(16) + 2],
+        }
+    }
+    fn at<B>(&mut self, offset: usize) -> *mut B {
+        self.storage.as_mut_ptr().cast::<B>().wrapping_add(offset)
+    }
+}
+
+/// `n` values of `T` from a fixed generator: normal-ish magnitudes over six decades, -0.0,
+/// subnormals, and (with `specials`) a NaN and an infinity.
+fn data<T: F32Exact>(n: usize, seed: u64, specials: bool) -> Vec<T::Bits> {
+    let mut z = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|i| {
+            z ^= z << 13;
+            z ^= z >> 7;
+            z ^= z << 17;
+            let u = (z >> 11) as f64 / (1u64 << 53) as f64;
+            let x = match i % 29 {
+                3 => -0.0,
+                7 => f32::from_bits(3),
+                11 if specials => f32::NAN,
+                13 if specials => f32::NEG_INFINITY,
+                _ => ((u - 0.5) * 10f64.powi((i % 6) as i32 - 3)) as f32,
+            };
+            T::from_f32(x)
+        })
+        .collect()
+}
+
+/// `lossy_stats`, `quantize` and `dequantize` of `T` against the references, at input offset
+/// `offset` elements and level offset `out_offset` bytes.
+fn check<T: F32Exact>(offset: usize, out_offset: usize) {
+    for &n in &LENGTHS {
+        for (bucket, levels, eb, specials) in [
+            (16, 0, 0.5f32, false),
+            (7, 0, 2e-4, true),
+            (7, 5, 0.0, false),
+            (512, 127, 0.0, true),
+        ] {
+            let x = data::<T>(n, (n * 31 + bucket) as u64, specials);
+            let mut input = Aligned::new((n + offset) * 4);
+            let pi = input.at::<T::Bits>(offset);
+            for (i, &v) in x.iter().enumerate() {
+                // SAFETY: element `offset + i` of the storage.
+                unsafe { pi.add(i).write(v) };
+            }
+            let records = n.div_ceil(bucket);
+            let mut stats = vec![0f32; STAT_WORDS * records.max(1)];
+            let ps = stats.as_mut_ptr() as usize;
+            let pi = pi as usize;
+            launch::<32>(grid(), |w: SimWarp<32>| unsafe {
+                lossy_stats::<SimWarp<32>, T>(w, pi as *const T::Bits, n, bucket, ps as *mut f32)
+            })
+            .expect("stats launch");
+            for (b, r) in stats.chunks_exact(STAT_WORDS).take(records).enumerate() {
+                let xs = &x[b * bucket..n.min((b + 1) * bucket)];
+                let finite: Vec<f32> = xs.iter().map(|&v| T::to_f32(v)).filter(|v| v.is_finite()).collect();
+                let hi = finite.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+                let lo = finite.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(-v));
+                let bad = (finite.len() < xs.len()) as u32 as f32;
+                assert_eq!(
+                    (r[0], r[1], r[2]),
+                    (hi, lo, bad),
+                    "{n} elements, bucket {b} of {bucket}"
+                );
+                let norm = norm_of::<T>(xs);
+                assert!(
+                    r[3].to_bits().abs_diff(norm.to_bits()) <= 1,
+                    "bucket {b}: norm {} against {norm}",
+                    r[3]
+                );
+            }
+
+            let qmax = 100;
+            let mut out = Aligned::new(n + out_offset);
+            let mut rejected = 0u32;
+            let (po, pr) = (out.at::<i8>(out_offset) as usize, &mut rejected as *mut u32 as usize);
+            launch::<32>(grid(), |w: SimWarp<32>| unsafe {
+                quantize::<SimWarp<32>, T>(
+                    w,
+                    pi as *const T::Bits,
+                    n,
+                    ps as *const f32,
+                    bucket,
+                    eb,
+                    qmax,
+                    levels,
+                    77,
+                    po as *mut i8,
+                    pr as *mut u32,
+                )
+            })
+            .expect("quantize launch");
+            let mut none = false;
+            let got: Vec<i8> = (0..n).map(|i| unsafe { (po as *const i8).add(i).read() }).collect();
+            for (i, (&v, &q)) in x.iter().zip(&got).enumerate() {
+                let v = T::to_f32(v);
+                let want = match levels {
+                    0 => bound_level(v, eb, qmax as i32),
+                    _ if v.is_finite() => Some(qsgd_level(
+                        v,
+                        stats[STAT_WORDS * (i / bucket) + 3],
+                        levels,
+                        77,
+                        i as u64,
+                    )),
+                    _ => None,
+                };
+                none |= want.is_none();
+                assert_eq!(
+                    q as i32,
+                    want.unwrap_or(0),
+                    "element {i} of {n}: {v}, bucket {bucket}, levels {levels}"
+                );
+            }
+            assert_eq!(rejected, none as u32, "{n} elements, bucket {bucket}, levels {levels}");
+
+            // the levels back, as `first.. + block` positions of sources with their own units
+            for (block, first) in [(n.max(1), 0), (5, 3), (16, 16), (40, 1)] {
+                let sources = n.div_ceil(block);
+                let ebs: Vec<f32> = (0..sources).map(|s| 1e-3 * (s + 1) as f32).collect();
+                let per_source = (first + block).div_ceil(bucket);
+                let norms: Vec<f32> = (0..sources * per_source * STAT_WORDS).map(|k| 0.5 + k as f32).collect();
+                let mut y = Aligned::new((n + offset) * 4);
+                let py = y.at::<T::Bits>(offset) as usize;
+                let (pe, pn) = (ebs.as_ptr() as usize, norms.as_ptr() as usize);
+                launch::<32>(grid(), |w: SimWarp<32>| unsafe {
+                    dequantize::<SimWarp<32>, T>(
+                        w,
+                        po as *const i8,
+                        n,
+                        block,
+                        first,
+                        pn as *const f32,
+                        per_source,
+                        bucket,
+                        pe as *const f32,
+                        levels,
+                        3,
+                        py as *mut T::Bits,
+                    )
+                })
+                .expect("dequantize launch");
+                for (i, &q) in got.iter().enumerate() {
+                    let (s, p) = (i / block, first + i % block);
+                    let unit = match levels {
+                        0 => 2.0 * ebs[s] as f64,
+                        _ => norms[STAT_WORDS * (s * per_source + p / bucket) + 3] as f64 / levels as f64,
+                    };
+                    let want = value::<T>(q as i32, unit, 3);
+                    let y = unsafe { (py as *const T::Bits).add(i).read() };
+                    assert_eq!(
+                        y.to_bits64(),
+                        want.to_bits64(),
+                        "element {i} of {n}: block {block}, first {first}, bucket {bucket}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn f32_vectors_and_elements_match_the_references_at_every_offset() {
+    for offset in 0..4 {
+        check::<F32>(offset * 3 % 4, offset);
+    }
+    check::<F32>(4, 16);
+}
+
+#[test]
+fn bf16_and_f16_vectors_and_elements_match_the_references_at_every_offset() {
+    for offset in [0, 1, 5, 8] {
+        check::<Bf16>(offset, offset % 3);
+        check::<F16>(offset, 16 - offset % 3);
+    }
+}
