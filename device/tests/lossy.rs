@@ -251,9 +251,9 @@ fn exactly_within(x: f32, eb: f32, q: i32) -> bool {
 
 #[test]
 fn levels_hold_the_bound_exactly_and_are_the_nearest() {
-    use zipcoll_device::lossy::levels::{bound_level, MAX_LEVEL};
+    use zipcoll_device::lossy::levels::{bound_level, BoundLevels, FAST_LEVELS, MAX_LEVEL};
     let mut rng = Rng(17);
-    let mut checked = 0usize;
+    let (mut checked, mut fast_checked) = (0usize, 0usize);
     // random values per bound and distribution: ZIPCOLL_LOSSY_F32_SAMPLES / 16 (8 bounds, 2 kinds)
     let per = std::env::var("ZIPCOLL_LOSSY_F32_SAMPLES")
         .ok()
@@ -271,6 +271,9 @@ fn levels_hold_the_bound_exactly_and_are_the_nearest() {
             127,
             -128,
             1000,
+            1023,
+            -1024,
+            1025,
             65_535,
             -(1 << 20),
             MAX_LEVEL as i64 - 1,
@@ -296,6 +299,26 @@ fn levels_hold_the_bound_exactly_and_are_the_nearest() {
         xs.extend(
             (0..per).map(|_| ((rng.next_u64() as i64 >> 11) as f64 / (1u64 << 53) as f64 * 300.0 * eb as f64) as f32),
         );
+        // values within ~2100 levels of 0, where `BoundLevels` proves levels in f32
+        xs.extend(
+            (0..per).map(|_| ((rng.next_u64() as i64 >> 11) as f64 / (1u64 << 53) as f64 * 4200.0 * eb as f64) as f32),
+        );
+        // `BoundLevels` gives `bound_level`'s level (or none) for every value and limit
+        let limits = [MAX_LEVEL, FAST_LEVELS + 1, FAST_LEVELS, 127, 9, 0, -1];
+        let fast: Vec<BoundLevels> = limits.iter().map(|&qmax| BoundLevels::new(eb, qmax)).collect();
+        for &x in xs
+            .iter()
+            .chain(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, f32::MIN_POSITIVE])
+        {
+            for (levels, &qmax) in fast.iter().zip(&limits) {
+                let want = bound_level(x, eb, qmax);
+                assert_eq!(levels.level(x), want, "{x:e} under {eb:e} within {qmax}");
+                if let Some(q) = levels.proved(x) {
+                    assert_eq!(Some(q), want, "{x:e} under {eb:e} within {qmax}: proved {q}");
+                    fast_checked += 1;
+                }
+            }
+        }
         for x in xs.into_iter().filter(|x| x.is_finite()) {
             let t = x as f64 / step;
             match bound_level(x, eb, MAX_LEVEL) {
@@ -317,6 +340,12 @@ fn levels_hold_the_bound_exactly_and_are_the_nearest() {
         assert_eq!(bound_level((9.0 * step) as f32, eb, 9), Some(9));
     }
     assert!(checked > 300_000, "only {checked} levels checked");
+    // the f32 proof holds for most values within its levels (all but those near an edge, and
+    // the bounds outside 2^-100..=2^100)
+    assert!(
+        fast_checked > checked,
+        "BoundLevels proved only {fast_checked} levels in f32"
+    );
     for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
         assert_eq!(bound_level(bad, 1.0, 100), None);
     }

@@ -59,9 +59,60 @@ pub fn bound_level(x: f32, eb: f32, qmax: i32) -> Option<i32> {
         .find(|&q| q.abs() <= qmax && covers(x, eb, q))
 }
 
+/// [`bound_level`] for many elements under one bound, mostly in `f32`: the same level for
+/// every `x`, without `bound_level`'s `f64` division and conversions where it can prove the
+/// level in `f32` (a GPU's `f64` and conversion pipes run at a half and an eighth of its
+/// `f32` rate, and made the quantize kernel compute-bound).
+///
+/// The proof: `r` is `x / 2eb` rounded, `d = x - r 2eb` computed in `f32` with two roundings
+/// (`r 2eb`, then the difference). For `|r| <= FAST_LEVELS` and `eb` in `2^-100 ..= 2^100`
+/// their error is below `(2 FAST_LEVELS + 1) eb 2^-24 < eb 2^-12`, so `|d| < eb (1 - 2^-11)`
+/// puts `x` strictly inside level `r`'s interval: `r` is the only level that covers `x`, which
+/// is what `bound_level` returns. Anything else (an edge within `eb 2^-11`, a large level, a
+/// non-finite `x`, a bound outside that range) takes `bound_level` itself.
+#[derive(Clone, Copy, Debug)]
+pub struct BoundLevels {
+    eb: f32,
+    qmax: i32,
+    /// `1 / 2eb` and `eb (1 - 2^-11)`, or `None` where the `f32` proof does not hold.
+    fast: Option<(f32, f32)>,
+}
+
+/// The largest level [`BoundLevels`] proves in `f32`.
+pub const FAST_LEVELS: i32 = 1024;
+
+impl BoundLevels {
+    /// Levels under the bound `eb` within `qmax`, as [`bound_level`]`(x, eb, qmax)`.
+    pub fn new(eb: f32, qmax: i32) -> Self {
+        let fast = (eb >= 1.0 / (1u128 << 100) as f32 && eb <= (1u128 << 100) as f32)
+            .then(|| (1.0 / (2.0 * eb), eb * (1.0 - 1.0 / 2048.0)));
+        Self { eb, qmax, fast }
+    }
+
+    /// `bound_level(x, eb, qmax)`.
+    #[inline(always)]
+    pub fn level(&self, x: f32) -> Option<i32> {
+        self.proved(x).or_else(|| bound_level(x, self.eb, self.qmax))
+    }
+
+    /// The level of `x` where the `f32` proof holds (see the type's docs), else `None`.
+    #[inline(always)]
+    pub fn proved(&self, x: f32) -> Option<i32> {
+        let (inverse, inner) = self.fast?;
+        let t = x * inverse;
+        // `as` saturates (and takes NaN to 0, which the check below then refuses)
+        let r = if t < 0.0 { t - 0.5 } else { t + 0.5 } as i32;
+        let within = r.unsigned_abs() as i64 <= FAST_LEVELS.min(self.qmax) as i64;
+        (within && (x - r as f32 * (2.0 * self.eb)).abs() < inner).then_some(r)
+    }
+}
+
 /// The element that a combined level `sum` stands for: `sum x unit / divisor` in `f64`,
 /// rounded to `f32` and then to `T` (`unit` is `2 eb`, or a bucket's `norm / s`).
 #[inline]
 pub fn value<T: F32Exact>(sum: i32, unit: f64, divisor: u32) -> T::Bits {
-    T::from_f32((sum as f64 * unit / divisor.max(1) as f64) as f32)
+    let v = sum as f64 * unit;
+    // `v / 1.0 == v` exactly: no `f64` division for a sum
+    let v = if divisor > 1 { v / divisor as f64 } else { v };
+    T::from_f32(v as f32)
 }

@@ -24,7 +24,7 @@
 use core::mem::size_of;
 use zipcoll_codegen::kernel;
 use zipcoll_device::dtype::{Elem, F32Exact, F32, F64};
-use zipcoll_device::lossy::levels::{bound_level, qsgd_level, value};
+use zipcoll_device::lossy::levels::{qsgd_level, value, BoundLevels};
 use zipcoll_device::lossy::qsgd::norm_from_squares;
 use zipcoll_device::reduce::{Max, RedOp, Sum};
 use zipcoll_device::warp_reduce::warp_all_reduce;
@@ -147,7 +147,8 @@ pub unsafe fn quantize<W: Warp, T: F32Exact>(
     out: *mut i8,
     rejected: *mut u32,
 ) {
-    let (qmax, per, stride) = (qmax.min(i8::MAX as u32) as i32, per_vector::<T>(), w.global_threads());
+    let (per, stride) = (per_vector::<T>(), w.global_threads());
+    let bound = BoundLevels::new(eb, qmax.min(i8::MAX as u32) as i32);
     // the QSGD norm of element `i`'s bucket
     // SAFETY: bucket `i / bucket` has a record.
     let norm_at = |i: usize| unsafe { stats.add(STAT_WORDS * (i / bucket) + 3).read() };
@@ -155,7 +156,7 @@ pub unsafe fn quantize<W: Warp, T: F32Exact>(
     let level = |i: usize, bits: T::Bits, norm: f32| -> Option<u8> {
         let x = T::to_f32(bits);
         let q = match levels {
-            0 => bound_level(x, eb, qmax),
+            0 => bound.level(x),
             _ if x.is_finite() => Some(qsgd_level(x, norm, levels, seed, i as u64)),
             _ => None,
         };
