@@ -32,7 +32,7 @@
 # | dtypes      | `zipcoll-comm check --quick` over P2P (COMM_RANKS ranks, default 2) of the uncoded dtypes (i8 u8 i32 u32 i64 u64 f64) with every op, integer avg included, compression off and auto |
 # | int_codecs  | the coded integers (i8, u8, i32, u32): `zipcoll-bench crosscheck` of warp and block frames (INT_SIZES, default 256K,12345), `zipcoll-comm check --quick` over P2P and NET with the ops of INT_OPS (default every op), compression off, expans, expwindow and auto, and `zipcoll-perf` over NET of i32 (N(0, 100^2)) all_reduce, all_gather and sendrecv (INT_PERF_SIZES, default 64 MiB) with off, expans and auto under ZIPCOLL_NET_RATE_LIMIT=INT_NET_LIMIT (default none) |
 # | lossy       | `zipcoll-comm lossy` over P2P and NET (COMM_RANKS ranks, default 2; LOSSY_COUNT elements per block, default 100000): every lossy call within its bound and byte-identical to the simulator's; `zipcoll-perf` all_reduce of f32 over NET (LOSSY_PERF_SIZES, default 64 MiB) with off, auto and three lossy policies (abs 0.1, rel 1e-2, QSGD 4 bits: coarse enough for 8-bit levels) for each ZIPCOLL_NET_RATE_LIMIT of LOSSY_NET_LIMITS (default `none 11921M`: none and 12.5 GB/s, 100 Gb/s) |
-# | lossy_ncu   | the quantizer kernels (lossy_stats, quantize, dequantize) under ncu in a 256 MiB f32 lossy all_reduce over P2P (abs 0.1 and QSGD 4 bits): time and DRAM bytes per launch; beside it `zipcoll-bench codec`'s device memcpy of 256 MiB as the ceiling. Not under MPS=1 (ncu cannot profile MPS clients) |
+# | lossy_ncu   | the quantizer kernels (lossy_stats, quantize, dequantize) under ncu in a 256 MiB f32 lossy all_reduce over P2P (abs 0.1 and QSGD 4 bits): time, DRAM bytes, instructions and fp64-pipe use per launch; beside it `zipcoll-bench codec`'s device memcpy of 256 MiB as the ceiling. Not under MPS=1 (ncu cannot profile MPS clients) |
 # | lossy_grads | NCCLZ's Table I on real gradients: `zipcoll inspect --lossy` (each spec of LOSSY_GRADS_SPECS, default rel 1e-4 and 1e-3, QSGD 8 and 4 bits) on every LOSSY_GRADS_EVERY-th frame (default 8: 68 MiB; the simulator codes ~3.5 MB/s) of the fp32 gradients of benches/gpu/make_tensors.py's small GPT (written to /tmp) |
 # | p2p_cycles  | over P2P: `zipcoll-comm cycles` (CYCLES, default 1000, init/abort cycles; open files, threads, resident memory and cuMemGetInfo before and after) |
 #
@@ -226,7 +226,7 @@ for step in $STEPS; do
     lossy_ncu)
       [ "${MPS:-}" = 1 ] && { echo "gpu-run.sh: lossy_ncu cannot run under MPS=1 (ncu does not profile MPS clients)" >&2; exit 2; }
       run lossy_memcpy .gpu/bin/zipcoll-bench codec --sizes 256M --dtype f32 --codec raw --unit block
-      run lossy_kernels_ncu ncu --target-processes all -k regex:'lossy_stats|quantize' --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+      run lossy_kernels_ncu ncu --target-processes all -k regex:'lossy_stats|quantize' --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__inst_executed_pipe_fp64.sum,sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed \
         .gpu/bin/zipcoll-perf all_reduce -d f32 -b 256M -e 256M -n 1 -w 0 -c 0 --ranks ${COMM_RANKS:-2} --transport p2p \
         --compression lossy:error-bound:abs=0.1,lossy:qsgd:bits=4 ;;
     lossy_grads)

@@ -8,6 +8,7 @@
 //! | `averages_maxima_minima_and_reduce_scatter_within_eb` | 3, 5 | avg, max, min within `eb + ulp`; reduce_scatter within `k eb`; reduce leaves non-root outputs untouched |
 //! | `moves_carry_each_source_ranks_scale` | 4 | all_gather (in place too), broadcast, all_to_all under `rel`: each source's block within `rel x` its own range (ranks of magnitudes 10^r) |
 //! | `nan_infinity_or_a_too_fine_bound_travel_exactly` | 3 | a NaN or an infinity on one rank, or a bound too fine for the 8-bit levels: the result is bit-identical to the exact call's, and counted as such |
+//! | `an_absolute_bound_quantizes_while_every_level_fits` | 2 | an absolute bound (one pass, no statistics): a largest level of exactly 127 / k (sum) or 127 (max) quantizes within the bound, one more travels exactly |
 //! | `qsgd_all_reduce_is_unbiased_and_reproducible` | 4 | the mean of 300 calls within 5 standard errors of the exact sum on every element, and not for a shifted target; each call within `k x norm / s`; the same seed gives the same bytes on a new communicator |
 //! | `policies_a_call_cannot_serve` | 2 | a call's own lossy policy on i32, with prod, QSGD with max, QSGD whose sum of levels exceeds 127: `InvalidArgument`, the communicator still usable; the communicator's policy leaves such calls exact |
 
@@ -422,6 +423,53 @@ fn nan_infinity_or_a_too_fine_bound_travel_exactly() {
             inputs.concat(),
             "{what}: all_gather is the inputs, NaN payload included"
         );
+    }
+}
+
+#[test]
+fn an_absolute_bound_quantizes_while_every_level_fits() {
+    // eb 0.5: an element's level is its value rounded; a sum of 2 ranks has levels up to 63
+    let (k, n, dtype) = (2, 300, DType::F32);
+    let lossy = Lossy::ErrorBound(Bound::Abs(0.5));
+    let too_fine = LossyCounts {
+        too_fine: 1,
+        ..LossyCounts::default()
+    };
+    let with = |big: f32| -> Vec<Vec<u8>> {
+        (0..k)
+            .map(|r| {
+                let mut v = values(dtype, &input(dtype, n, r, 4.0, 3));
+                v[n - 1 - r] = big;
+                bytes_of(dtype, &v)
+            })
+            .collect()
+    };
+    let call = |inputs: &[Vec<u8>], op: ReduceOp, lossy: Lossy| {
+        run(k, Config::sim(), inputs, n * 4, None, &|c, d| {
+            c.all_reduce(d, n, dtype, op, opts(lossy))
+        })
+    };
+    for (big, op, counted) in [
+        (63.2, ReduceOp::Sum, QUANTIZED),
+        (-63.4, ReduceOp::Sum, QUANTIZED),
+        (63.6, ReduceOp::Sum, too_fine),
+        (126.9, ReduceOp::Max, QUANTIZED),
+        (127.6, ReduceOp::Max, too_fine),
+    ] {
+        let what = format!("{big} under {op:?}");
+        let inputs = with(big);
+        let (got, counts) = call(&inputs, op, lossy);
+        assert_eq!(counts, counted, "{what}");
+        let (exact, _) = call(&inputs, op, Lossy::Exact);
+        if counted == too_fine {
+            assert_eq!(got, exact, "{what}: travels exactly");
+            continue;
+        }
+        let want: Vec<f64> = values(dtype, &exact[0]).iter().map(|&v| v as f64).collect();
+        let terms = if op == ReduceOp::Sum { k } else { 1 };
+        for out in &got {
+            check_within(dtype, &values(dtype, out), &want, terms as f64 * 0.5, &what);
+        }
     }
 }
 

@@ -6,13 +6,13 @@
 //! | kernel        | reference, per element or bucket |
 //! |---------------|-----------------------------------|
 //! | `lossy_stats` | max, -min, the non-finite flag exactly; the norm within an `f32` ulp of `qsgd::norm_of` (the `f64` sums' order differs) |
-//! | `quantize`    | `bound_level` or `qsgd_level` with bucket `i / bucket`'s norm; the rejection word set exactly when an element has no level |
+//! | `quantize`    | `bound_level` or `qsgd_level` with bucket `i / bucket`'s norm; each rejection word set exactly when an element has no level for its reason (beyond `qmax`, not finite) |
 //! | `dequantize`  | `value` with source `i / block`'s unit at position `first + i % block` |
 
 use zipcoll_device::dtype::{Bf16, F32Exact, F16, F32};
 use zipcoll_device::lossy::levels::{bound_level, qsgd_level, value};
 use zipcoll_device::lossy::qsgd::norm_of;
-use zipcoll_primitives::kernels::lossy::{dequantize, lossy_stats, quantize, STAT_WORDS};
+use zipcoll_primitives::kernels::lossy::{dequantize, lossy_stats, quantize, REJECTED_WORDS, STAT_WORDS};
 use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
 use zipcoll_targets::{Word, V4};
 
@@ -69,6 +69,7 @@ fn check<T: F32Exact>(offset: usize, out_offset: usize) {
     for &n in &LENGTHS {
         for (bucket, levels, eb, specials) in [
             (16, 0, 0.5f32, false),
+            (16, 0, 0.05, false),
             (7, 0, 2e-4, true),
             (7, 5, 0.0, false),
             (512, 127, 0.0, true),
@@ -109,8 +110,8 @@ fn check<T: F32Exact>(offset: usize, out_offset: usize) {
 
             let qmax = 100;
             let mut out = Aligned::new(n + out_offset);
-            let mut rejected = 0u32;
-            let (po, pr) = (out.at::<i8>(out_offset) as usize, &mut rejected as *mut u32 as usize);
+            let mut rejected = [0u32; REJECTED_WORDS];
+            let (po, pr) = (out.at::<i8>(out_offset) as usize, rejected.as_mut_ptr() as usize);
             launch::<32>(grid(), |w: SimWarp<32>| unsafe {
                 quantize::<SimWarp<32>, T>(
                     w,
@@ -127,7 +128,8 @@ fn check<T: F32Exact>(offset: usize, out_offset: usize) {
                 )
             })
             .expect("quantize launch");
-            let mut none = false;
+            // the rejection words the elements without a level call for
+            let mut none = [0u32; REJECTED_WORDS];
             let got: Vec<i8> = (0..n).map(|i| unsafe { (po as *const i8).add(i).read() }).collect();
             for (i, (&v, &q)) in x.iter().zip(&got).enumerate() {
                 let v = T::to_f32(v);
@@ -142,14 +144,16 @@ fn check<T: F32Exact>(offset: usize, out_offset: usize) {
                     )),
                     _ => None,
                 };
-                none |= want.is_none();
+                if want.is_none() {
+                    none[!v.is_finite() as usize] = 1;
+                }
                 assert_eq!(
                     q as i32,
                     want.unwrap_or(0),
                     "element {i} of {n}: {v}, bucket {bucket}, levels {levels}"
                 );
             }
-            assert_eq!(rejected, none as u32, "{n} elements, bucket {bucket}, levels {levels}");
+            assert_eq!(rejected, none, "{n} elements, bucket {bucket}, levels {levels}");
 
             // the levels back, as `first.. + block` positions of sources with their own units
             for (block, first) in [(n.max(1), 0), (5, 3), (16, 16), (40, 1)] {

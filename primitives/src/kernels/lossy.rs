@@ -5,7 +5,7 @@
 //! | kernel           | threads                       | reads                 | writes                         |
 //! |------------------|-------------------------------|-----------------------|--------------------------------|
 //! | [`lossy_stats`]  | one warp per bucket (warp-stride), a lane per 16 bytes of elements | `n` elements | [`STAT_WORDS`] `f32`s per bucket: max, -min, non-finite, norm |
-//! | [`quantize`]     | one thread per 16 bytes of elements (grid-stride) | `n` elements, the bucket norms (QSGD) | `n` `i8` levels, a rejection word |
+//! | [`quantize`]     | one thread per 16 bytes of elements (grid-stride) | `n` elements, the bucket norms (QSGD) | `n` `i8` levels, [`REJECTED_WORDS`] rejection words |
 //! | [`dequantize`]   | one thread per 16 bytes of elements (grid-stride) | `n` levels, the scales | `n` elements |
 //!
 //! Where the element array (and the levels) start 16-byte aligned, a thread reads or writes
@@ -32,6 +32,11 @@ use zipcoll_targets::{Scope, Warp, Word, V4};
 
 /// `f32`s in a bucket's statistics record.
 pub const STAT_WORDS: usize = 4;
+
+/// [`quantize`]'s rejection words (`u32`), each 1 where an element had no level for its reason:
+/// word 0 a finite element beyond `qmax`, word 1 a NaN or an infinity. Several ranks' words
+/// combine by `max`.
+pub const REJECTED_WORDS: usize = 2;
 
 /// Elements of `T` in one 16-byte vector: 4 (`f32`) or 8 (`bf16`, `f16`).
 pub const fn per_vector<T: Elem>() -> usize {
@@ -126,11 +131,12 @@ pub unsafe fn lossy_stats<W: Warp, T: F32Exact>(w: W, input: *const T::Bits, n: 
 /// Quantizes the `n` elements at `input` into `i8` levels at `out`: under the error bound `eb`
 /// with levels within `qmax` (at most 127) when `levels == 0`, else QSGD with `levels` levels
 /// on bucket `i / bucket`'s norm (`stats`, [`lossy_stats`]' records as agreed) and the draws of
-/// `seed`. An element without a level (non-finite, or beyond `qmax`: the statistics the caller
-/// checked rule both out) gets level 0 and sets `*rejected` to 1.
+/// `seed`. An element without a level gets level 0 and sets its reason's word of `rejected` to 1
+/// (see [`REJECTED_WORDS`]).
 ///
 /// # Safety
-/// `input` is valid for `n` reads, `out` for `n` writes, `rejected` for one word, and with
+/// `input` is valid for `n` reads, `out` for `n` writes, `rejected` for [`REJECTED_WORDS`]
+/// words, and with
 /// `levels > 0`, `stats` for the records of `ceil(n / bucket)` buckets; `bucket >= 1`.
 #[kernel(dtype = [bf16, f16, f32], vendor = [nvptx])]
 #[allow(clippy::too_many_arguments)]
@@ -152,8 +158,9 @@ pub unsafe fn quantize<W: Warp, T: F32Exact>(
     // the QSGD norm of element `i`'s bucket
     // SAFETY: bucket `i / bucket` has a record.
     let norm_at = |i: usize| unsafe { stats.add(STAT_WORDS * (i / bucket) + 3).read() };
-    // element `i`'s level as a byte (0 where it has none), QSGD's on the bucket norm `norm`
-    let level = |i: usize, bits: T::Bits, norm: f32| -> Option<u8> {
+    // element `i`'s level as a byte, QSGD's on the bucket norm `norm`; where it has none, the
+    // bit of its rejection word (1: beyond `qmax`, 2: not finite)
+    let level = |i: usize, bits: T::Bits, norm: f32| -> Result<u8, u32> {
         let x = T::to_f32(bits);
         let q = match levels {
             0 => bound.level(x),
@@ -161,11 +168,15 @@ pub unsafe fn quantize<W: Warp, T: F32Exact>(
             _ => None,
         };
         // a level is within `qmax <= 127` or `levels <= 127`
-        q.map(|q| q as i8 as u8)
+        q.map(|q| q as i8 as u8).ok_or(if x.is_finite() { 1 } else { 2 })
     };
-    let reject = || {
-        // SAFETY: one word; every writer stores the same value.
-        unsafe { w.store_relaxed(rejected, 1u32, Scope::Gpu) }
+    let reject = |bits: u32| {
+        for word in 0..REJECTED_WORDS {
+            if bits & 1 << word != 0 {
+                // SAFETY: word `word` of `REJECTED_WORDS`; every writer stores the same value.
+                unsafe { w.store_relaxed(rejected.add(word), 1u32, Scope::Gpu) }
+            }
+        }
     };
     let vectors = if aligned(input) && aligned(out) { n / per } else { 0 };
     let mut v = w.global_idx();
@@ -179,7 +190,7 @@ pub unsafe fn quantize<W: Warp, T: F32Exact>(
         };
         // SAFETY: vector `v` of the aligned `vectors`.
         let vector = unsafe { load_vector(w, input, v) };
-        let (mut word, mut bad) = (0u64, false);
+        let (mut word, mut bad) = (0u64, 0u32);
         for k in 0..per {
             let i = i0 + k;
             let norm = match (levels, norm) {
@@ -188,11 +199,11 @@ pub unsafe fn quantize<W: Warp, T: F32Exact>(
                 _ => norm_at(i),
             };
             let q = level(i, element::<T>(vector, k), norm);
-            bad |= q.is_none();
+            bad |= q.err().unwrap_or(0);
             word |= (q.unwrap_or(0) as u64) << (8 * k);
         }
-        if bad {
-            reject();
+        if bad != 0 {
+            reject(bad);
         }
         // SAFETY: levels `i0 .. i0 + per` of the `n`, `per`-byte aligned.
         unsafe {
@@ -208,8 +219,8 @@ pub unsafe fn quantize<W: Warp, T: F32Exact>(
         let norm = if levels == 0 { 0.0 } else { norm_at(i) };
         // SAFETY: `i < n`.
         let q = level(i, unsafe { input.add(i).read() }, norm);
-        if q.is_none() {
-            reject();
+        if let Err(bit) = q {
+            reject(bit);
         }
         // SAFETY: `i < n`.
         unsafe { out.add(i).write(q.unwrap_or(0) as i8) };

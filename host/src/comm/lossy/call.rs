@@ -9,7 +9,7 @@ use zipcoll_device::dtype::DType;
 use zipcoll_device::lossy::error_bound::relative_to_range;
 use zipcoll_device::reduce::ReduceOp;
 use zipcoll_primitives::collectives::Coll;
-use zipcoll_primitives::kernels::lossy::STAT_WORDS;
+use zipcoll_primitives::kernels::lossy::{REJECTED_WORDS, STAT_WORDS};
 
 /// Elements per statistics record under the error bound (QSGD: its bucket).
 const BOUND_BUCKET: usize = 4096;
@@ -36,7 +36,7 @@ struct Scale {
 
 /// Why a source travels exactly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Exact {
+pub(super) enum Exact {
     /// A NaN or an infinity.
     NotFinite,
     /// The bound is too fine for the range (or no positive bound comes from it).
@@ -76,11 +76,31 @@ fn scale_of(lossy: Lossy, records: &[f32]) -> std::result::Result<Scale, Exact> 
     }
 }
 
+/// The options of the calls a lossy call makes on its statistics and rejection words.
+fn exact() -> Options {
+    Options {
+        compression: Some(Compression::Off),
+        lossy: Some(Lossy::Exact),
+        ..Options::default()
+    }
+}
+
 /// SplitMix64's finalizer: the seed of one rank's draws in one call.
 fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// Why a call travels exactly, from [`REJECTED_WORDS`] little-endian words of rejections
+/// (every rank's, combined by `max`); `None` where every element had a level.
+fn rejection(words: &[u8]) -> Option<Exact> {
+    let word = |w: usize| words[4 * w..4 * w + 4] != [0; 4];
+    match (word(0), word(1)) {
+        (_, true) => Some(Exact::NotFinite),
+        (true, false) => Some(Exact::TooFine),
+        (false, false) => None,
+    }
 }
 
 impl Communicator {
@@ -144,11 +164,6 @@ impl Communicator {
             return self.submit(c, opts);
         }
         let reducing = reduces(coll);
-        let exact = Options {
-            compression: Some(Compression::Off),
-            lossy: Some(Lossy::Exact),
-            ..Options::default()
-        };
         // a broadcast's input is the root's alone
         let has_input = !c.src.is_null() && (coll != Coll::Broadcast || me == c.root);
         let has_output = !c.dst.is_null() && (coll != Coll::Reduce || me == c.root);
@@ -162,75 +177,45 @@ impl Communicator {
         };
         let records = c.n.div_ceil(bucket);
         let record_bytes = STAT_WORDS * 4;
+        // the levels of a sum of `terms` ranks add up
+        let terms = match reducing && matches!(op, ReduceOp::Sum | ReduceOp::Avg) {
+            true => k as u64,
+            false => 1,
+        };
         if let Some(s) = opts.stream {
             let _order = self.links.calls();
             self.links.join_caller(s, false)?;
         }
 
-        // 1. the statistics: agreed by a max-all_reduce, or every source's by an all_gather
-        let mut mine = self.alloc(records * record_bytes)?;
-        if has_input {
-            // SAFETY: `c.src` holds `c.n` elements (checked by `prepare`), `mine` the records.
-            unsafe { kernels::stats(self.links.engine(), dtype, c.src, c.n, bucket, mine.ptr()) }?;
-        }
-        let stats = if reducing {
-            self.all_reduce(
-                Data::InPlace(&mut mine),
-                records * STAT_WORDS,
-                DType::F32,
-                ReduceOp::Max,
-                exact,
-            )?;
-            mine
-        } else {
-            let mut all = self.alloc(k * records * record_bytes)?;
-            self.all_gather(
-                Data::OutOfPlace {
-                    src: &mine,
-                    dst: &mut all,
-                },
-                records * STAT_WORDS,
-                DType::F32,
-                exact,
-            )?;
-            all
-        };
-        self.synchronize()?;
-        let host: Vec<f32> = stats
-            .to_host()?
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")))
-            .collect();
-
-        // 2. the decision, alike on every rank: each source's scale, or exact
-        let sources: Vec<&[f32]> = host.chunks(records * STAT_WORDS).collect();
-        let used = |s: usize| reducing || coll != Coll::Broadcast || s == c.root;
-        let terms = match reducing && matches!(op, ReduceOp::Sum | ReduceOp::Avg) {
-            true => k as u64,
-            false => 1,
-        };
-        let scales: std::result::Result<Vec<Scale>, Exact> = sources
-            .iter()
-            .enumerate()
-            .map(|(s, r)| match used(s) {
-                true => scale_of(lossy, r).and_then(|sc| match terms * sc.qmax <= MAX_LEVEL {
-                    true => Ok(sc),
-                    false => Err(Exact::TooFine),
-                }),
-                false => Ok(Scale { eb: 0.0, qmax: 0 }),
-            })
-            .collect();
-        let scales = match scales {
-            Ok(scales) => scales,
-            Err(why) => {
-                match why {
-                    Exact::NotFinite => self.lossy.not_finite(),
-                    Exact::TooFine => self.lossy.too_fine(),
-                }
-                return self.submit(c, opts);
+        // 1.-2. every source's scale, agreed: an absolute bound's is the policy's, with levels
+        // up to what a sum of `terms` leaves (whether every element has one is agreed after
+        // step 3); the others' come from the statistics
+        let (stats, scales) = match lossy {
+            Lossy::ErrorBound(Bound::Abs(eb)) => {
+                let sources = if reducing { 1 } else { k };
+                let scale = Scale {
+                    eb,
+                    qmax: MAX_LEVEL / terms,
+                };
+                (None, vec![scale; sources])
             }
+            _ => match self.agree_on_statistics(&c, lossy, has_input, reducing, terms, bucket)? {
+                Ok((stats, scales)) => (Some(stats), scales),
+                Err(why) => {
+                    self.lossy.travels_exactly(why);
+                    return self.submit(c, opts);
+                }
+            },
         };
-        let call = self.lossy.quantized();
+        let stats_at = |offset: usize| match &stats {
+            Some(stats) => stats.ptr().wrapping_add(offset),
+            None => std::ptr::null_mut(),
+        };
+        // QSGD's draws differ per call: the call's number among the quantized ones
+        let call = match stats {
+            Some(_) => self.lossy.quantized(),
+            None => 0,
+        };
 
         // 3. quantize this rank's input with its source's scale
         let own = if reducing { scales[0] } else { scales[me] };
@@ -247,21 +232,37 @@ impl Communicator {
         let ebs: Vec<u8> = scales.iter().flat_map(|s| s.eb.to_le_bytes()).collect();
         let mut ebs_buf = self.alloc(ebs.len())?;
         ebs_buf.copy_from_host(&ebs)?;
-        let (qin, rejected) = (self.alloc(c.n)?, self.alloc(4)?);
+        let (qin, mut rejected) = (self.alloc(c.n)?, self.alloc(4 * REJECTED_WORDS)?);
         if has_input {
             let q = Quantizing {
                 input: c.src,
                 n: c.n,
-                stats: stats.ptr().wrapping_add(own_records),
+                stats: stats_at(own_records),
                 how,
                 eb: own.eb,
                 qmax: own.qmax as u32,
                 out: qin.ptr(),
                 rejected: rejected.ptr(),
             };
-            // SAFETY: `c.src` holds `c.n` elements; `qin` room for as many levels, `rejected` a
-            // word, `stats` this source's records at `own_records`.
+            // SAFETY: `c.src` holds `c.n` elements; `qin` room for as many levels, `rejected`
+            // its words, `stats` (QSGD) this source's records at `own_records`.
             unsafe { kernels::quantize(self.links.engine(), dtype, q) }?;
+        }
+        if stats.is_none() {
+            // the ranks agree whether any element had no level, and why
+            self.all_reduce(
+                Data::InPlace(&mut rejected),
+                REJECTED_WORDS,
+                DType::U32,
+                ReduceOp::Max,
+                exact(),
+            )?;
+            self.synchronize()?;
+            if let Some(why) = rejection(&rejected.to_host()?) {
+                self.lossy.travels_exactly(why);
+                return self.submit(c, opts);
+            }
+            self.lossy.quantized();
         }
 
         // 4. the collective on the levels, coded as the call's compression says
@@ -303,7 +304,7 @@ impl Communicator {
                 n: n_out,
                 block,
                 first,
-                stats: stats.ptr().wrapping_add(source * records * record_bytes),
+                stats: stats_at(source * records * record_bytes),
                 records,
                 how,
                 ebs: ebs_buf.ptr().wrapping_add(source * 4),
@@ -311,7 +312,8 @@ impl Communicator {
                 out: c.dst,
             };
             // SAFETY: `qout` holds `n_out` levels, `c.dst` room for `n_out` elements (checked by
-            // `prepare`), `stats` and `ebs_buf` every source's records and bound from `source` on.
+            // `prepare`), `ebs_buf` (the error bound) or `stats` (QSGD) every source's bound or
+            // records from `source` on.
             unsafe { kernels::dequantize(self.links.engine(), dtype, d) }?;
         }
         if let Some(s) = opts.stream {
@@ -319,7 +321,73 @@ impl Communicator {
             self.links.join_caller(s, true)?;
         }
         self.synchronize()?;
-        self.check_levels(&rejected, coll)
+        match stats {
+            Some(_) => self.check_levels(&rejected, coll),
+            None => Ok(()),
+        }
+    }
+
+    /// Steps 1 and 2 under a relative bound or QSGD: the statistics of this rank's input, their
+    /// exchange (a max-all_reduce for a reduction, an all_gather for the moves), and from them
+    /// each source's scale, or why the call travels exactly, alike on every rank.
+    fn agree_on_statistics(
+        &self,
+        c: &Prepared,
+        lossy: Lossy,
+        has_input: bool,
+        reducing: bool,
+        terms: u64,
+        bucket: usize,
+    ) -> Result<std::result::Result<(DeviceBuffer, Vec<Scale>), Exact>> {
+        let (k, coll, dtype) = (self.nranks, c.coll, c.dtype);
+        let records = c.n.div_ceil(bucket);
+        let record_bytes = STAT_WORDS * 4;
+        let mut mine = self.alloc(records * record_bytes)?;
+        if has_input {
+            // SAFETY: `c.src` holds `c.n` elements (checked by `prepare`), `mine` the records.
+            unsafe { kernels::stats(self.links.engine(), dtype, c.src, c.n, bucket, mine.ptr()) }?;
+        }
+        let stats = if reducing {
+            self.all_reduce(
+                Data::InPlace(&mut mine),
+                records * STAT_WORDS,
+                DType::F32,
+                ReduceOp::Max,
+                exact(),
+            )?;
+            mine
+        } else {
+            let mut all = self.alloc(k * records * record_bytes)?;
+            self.all_gather(
+                Data::OutOfPlace {
+                    src: &mine,
+                    dst: &mut all,
+                },
+                records * STAT_WORDS,
+                DType::F32,
+                exact(),
+            )?;
+            all
+        };
+        self.synchronize()?;
+        let host: Vec<f32> = stats
+            .to_host()?
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")))
+            .collect();
+        let used = |s: usize| reducing || coll != Coll::Broadcast || s == c.root;
+        let scales: std::result::Result<Vec<Scale>, Exact> = host
+            .chunks(records * STAT_WORDS)
+            .enumerate()
+            .map(|(s, r)| match used(s) {
+                true => scale_of(lossy, r).and_then(|sc| match terms * sc.qmax <= MAX_LEVEL {
+                    true => Ok(sc),
+                    false => Err(Exact::TooFine),
+                }),
+                false => Ok(Scale { eb: 0.0, qmax: 0 }),
+            })
+            .collect();
+        Ok(scales.map(|scales| (stats, scales)))
     }
 
     /// The error of a quantization that found an element without a level: its input changed

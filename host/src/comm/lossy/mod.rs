@@ -28,6 +28,13 @@
 //!    level: an input that changed under the call is [`crate::Error::InputChanged`], and the
 //!    communicator is aborted, so the peers' next calls fail too).
 //!
+//! An absolute bound needs no statistics, so such a call reads its input once: it quantizes
+//! at once with levels up to `127 / k` (`k` the ranks a sum adds, else 1), and the ranks
+//! agree, by a max-all_reduce of the quantizer's two rejection words, whether an element had
+//! no level (a NaN or an infinity, or beyond); then the call travels exactly, as in step 2.
+//! It quantizes wherever the statistics' rule would, and also where that rule, which keeps
+//! a level of margin (`floor(max |x| / 2 eb) + 1 <= 127 / k`), would not but every level fits.
+//!
 //! Levels are `i8`, narrower than every dtype served (a quarter of f32's bytes, half of bf16's;
 //! the lossless coders then take what the levels leave): a sum of `k` ranks under QSGD needs
 //! `k x (2^(bits-1) - 1) <= 127` (bits 4 up to 18 ranks, bits 5 up to 8), a call that cannot
@@ -151,14 +158,13 @@ impl Counters {
         self.quantized.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Counts one call sent exactly for a NaN or an infinity.
-    fn not_finite(&self) {
-        self.not_finite.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Counts one call sent exactly for a bound too fine for the range.
-    fn too_fine(&self) {
-        self.too_fine.fetch_add(1, Ordering::Relaxed);
+    /// Counts one call sent exactly, for `why`.
+    fn travels_exactly(&self, why: call::Exact) {
+        let counter = match why {
+            call::Exact::NotFinite => &self.not_finite,
+            call::Exact::TooFine => &self.too_fine,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The counts so far.
