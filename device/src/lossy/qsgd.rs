@@ -26,15 +26,18 @@ use crate::dtype::F32Exact;
 /// The most levels a symbol carries (`q` in `-127..=127`).
 pub const MAX_LEVELS: u32 = 127;
 
-/// A uniform draw in `[0, 1)`: 24 bits of SplitMix64 of `seed` and `index` (a counter-based
-/// generator: any element's draw is computed alone).
+/// A uniform draw in `[0, 1)` for element `index`: 24 bits of one half of SplitMix64 of
+/// `seed` and `index / 2` (a counter-based generator: any element's draw is computed alone;
+/// elements `2j` and `2j + 1` take the two 32-bit halves of one hash, so a kernel's thread of
+/// consecutive elements hashes once per pair).
 #[inline(always)]
 pub fn uniform(seed: u64, index: u64) -> f32 {
-    let mut z = seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut z = seed ^ (index >> 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^= z >> 31;
-    (z >> 40) as f32 * (1.0 / (1u32 << 24) as f32)
+    let half = (z >> (32 * (index & 1))) as u32;
+    (half >> 8) as f32 * (1.0 / (1u32 << 24) as f32)
 }
 
 /// The level `q` in `-levels..=levels` of a finite `x` in a bucket of L2 norm `norm`, drawn so
@@ -47,8 +50,9 @@ pub fn level(x: f32, norm: f32, levels: u32, seed: u64, index: u64) -> i32 {
         return 0;
     }
     let s = levels as f32;
-    // |v| <= norm, so a is in [0, s] up to rounding, which the clamp absorbs
-    let a = (x.abs() / norm * s).min(s);
+    // |v| <= norm, so a is in [0, s] up to rounding, which the clamp absorbs; `s / norm` is one
+    // division for a kernel's elements of one bucket
+    let a = (x.abs() * (s / norm)).min(s);
     let low = a as u32; // floor: a >= 0
     let up = (uniform(seed, index) < a - low as f32) as u32;
     let q = (low + up).min(levels) as i32;
