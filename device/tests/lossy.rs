@@ -8,6 +8,7 @@
 //! | `qsgd_is_unbiased_and_a_biased_rounding_is_caught` | the mean over 4000 seeds is within 5 standard errors of `x` on every element; the same statistic rejects deterministic rounding |
 //! | `qsgd_is_deterministic_per_seed_and_escapes_non_finite` | same seed, same symbols; another seed, others; NaN and infinities escape and stay out of the norm |
 //! | `levels_hold_the_bound_exactly_and_are_the_nearest` | the collectives' integer levels (`lossy::levels::bound_level`) against an exact integer computation: every level's edges (one ulp either side) up to `MAX_LEVEL`, and random values, under bounds from 1e-30 to 1e30; the nearest level; non-finite values and bad bounds have none |
+//! | `bound_values_in_f32_equal_the_f64_values` | `lossy::levels::bound_value` (the dequantize kernel's `f32` path) equals `value` bit for bit for f32, bf16 and f16: every `i8` sum of up to 8 ranks and random sums past 2^24, bounds in every binade of f32 (where `2 eb` overflows too) and random ones |
 //!
 //! `ZIPCOLL_LOSSY_F32_SAMPLES` raises the random f32 samples of both (10^8 ran on the build machine in
 //! release: see BENCHMARKS.md).
@@ -353,4 +354,29 @@ fn levels_hold_the_bound_exactly_and_are_the_nearest() {
         assert_eq!(bound_level(1.0, eb, 100), None);
     }
     assert_eq!(bound_level(-0.0, 1.0, 100), Some(0));
+}
+
+#[test]
+fn bound_values_in_f32_equal_the_f64_values() {
+    use zipcoll_device::lossy::levels::{bound_value, value};
+    let mut rng = Rng(31);
+    // bounds: every binade of f32 (subnormal to the largest, where `2 eb` overflows), and
+    // random finite bit patterns
+    let mut ebs: Vec<f32> = (0..255u32).map(|e| f32::from_bits(e << 23 | 0x12_3457)).collect();
+    ebs.extend([f32::from_bits(1), f32::MAX, f32::MAX / 2.0, 1e-3, 0.05]);
+    ebs.extend((0..2000).map(|_| f32::from_bits(rng.next_u32() % 0x7F80_0000)));
+    // sums: every i8 sum of up to 8 ranks, and random ones up to and past 2^24
+    let mut sums: Vec<i32> = (-1016..=1016).collect();
+    sums.extend((0..200).map(|_| rng.below(1 << 26) as i32 - (1 << 25)));
+    sums.extend([1 << 24, -(1 << 24), (1 << 24) + 1, i32::MAX, i32::MIN + 1]);
+    for &eb in &ebs {
+        for &sum in &sums {
+            let want = value::<F32>(sum, 2.0 * eb as f64, 1);
+            assert_eq!(bound_value::<F32>(sum, eb), want, "f32: sum {sum}, eb {eb:e}");
+            let want = value::<Bf16>(sum, 2.0 * eb as f64, 1);
+            assert_eq!(bound_value::<Bf16>(sum, eb), want, "bf16: sum {sum}, eb {eb:e}");
+            let want = value::<F16>(sum, 2.0 * eb as f64, 1);
+            assert_eq!(bound_value::<F16>(sum, eb), want, "f16: sum {sum}, eb {eb:e}");
+        }
+    }
 }

@@ -7,7 +7,7 @@
 //! |---------------|-----------------------------------|
 //! | `lossy_stats` | max, -min, the non-finite flag exactly; the norm within an `f32` ulp of `qsgd::norm_of` (the `f64` sums' order differs) |
 //! | `quantize`    | `bound_level` or `qsgd_level` with bucket `i / bucket`'s norm; each rejection word set exactly when an element has no level for its reason (beyond `qmax`, not finite) |
-//! | `dequantize`  | `value` with source `i / block`'s unit at position `first + i % block` |
+//! | `dequantize`  | `value` with source `i / block`'s unit at position `first + i % block`, summed and averaged |
 
 use zipcoll_device::dtype::{Bf16, F32Exact, F16, F32};
 use zipcoll_device::lossy::levels::{bound_level, qsgd_level, value};
@@ -155,8 +155,10 @@ fn check<T: F32Exact>(offset: usize, out_offset: usize) {
             }
             assert_eq!(rejected, none, "{n} elements, bucket {bucket}, levels {levels}");
 
-            // the levels back, as `first.. + block` positions of sources with their own units
-            for (block, first) in [(n.max(1), 0), (5, 3), (16, 16), (40, 1)] {
+            // the levels back, as `first.. + block` positions of sources with their own units,
+            // summed (divisor 1: the error bound's `f32` path) and averaged over 3 ranks
+            let shapes = [(n.max(1), 0), (5, 3), (16, 16), (40, 1)];
+            for ((block, first), divisor) in shapes.into_iter().flat_map(|s| [(s, 1u32), (s, 3)]) {
                 let sources = n.div_ceil(block);
                 let ebs: Vec<f32> = (0..sources).map(|s| 1e-3 * (s + 1) as f32).collect();
                 let per_source = (first + block).div_ceil(bucket);
@@ -176,7 +178,7 @@ fn check<T: F32Exact>(offset: usize, out_offset: usize) {
                         bucket,
                         pe as *const f32,
                         levels,
-                        3,
+                        divisor,
                         py as *mut T::Bits,
                     )
                 })
@@ -187,12 +189,12 @@ fn check<T: F32Exact>(offset: usize, out_offset: usize) {
                         0 => 2.0 * ebs[s] as f64,
                         _ => norms[STAT_WORDS * (s * per_source + p / bucket) + 3] as f64 / levels as f64,
                     };
-                    let want = value::<T>(q as i32, unit, 3);
+                    let want = value::<T>(q as i32, unit, divisor);
                     let y = unsafe { (py as *const T::Bits).add(i).read() };
                     assert_eq!(
                         y.to_bits64(),
                         want.to_bits64(),
-                        "element {i} of {n}: block {block}, first {first}, bucket {bucket}"
+                        "element {i} of {n}: block {block}, first {first}, bucket {bucket}, divisor {divisor}"
                     );
                 }
             }

@@ -107,6 +107,20 @@ impl BoundLevels {
     }
 }
 
+/// [`value`]`(sum, 2 eb, 1)` in `f32` alone where `2 eb` is a finite `f32` and `|sum| <= 2^24`
+/// (the error bound's levels, summed, not averaged): `sum` and `2 eb` are then exact `f32`s,
+/// and their `f32` product is their exact product rounded once, as `value`'s exact `f64`
+/// product rounded to `f32` is. A GPU runs it on its `f32` pipe instead of two conversions
+/// and an `f64` multiply.
+#[inline(always)]
+pub fn bound_value<T: F32Exact>(sum: i32, eb: f32) -> T::Bits {
+    let unit = 2.0 * eb;
+    match unit.is_finite() && sum.unsigned_abs() <= 1 << 24 {
+        true => T::from_f32(sum as f32 * unit),
+        false => value::<T>(sum, 2.0 * eb as f64, 1),
+    }
+}
+
 /// The element that a combined level `sum` stands for: `sum x unit / divisor` in `f64`,
 /// rounded to `f32` and then to `T` (`unit` is `2 eb`, or a bucket's `norm / s`).
 #[inline]

@@ -24,7 +24,7 @@
 use core::mem::size_of;
 use zipcoll_codegen::kernel;
 use zipcoll_device::dtype::{Elem, F32Exact, F32, F64};
-use zipcoll_device::lossy::levels::{qsgd_level, value, BoundLevels};
+use zipcoll_device::lossy::levels::{bound_value, qsgd_level, value, BoundLevels};
 use zipcoll_device::lossy::qsgd::norm_from_squares;
 use zipcoll_device::reduce::{Max, RedOp, Sum};
 use zipcoll_device::warp_reduce::warp_all_reduce;
@@ -264,6 +264,12 @@ pub unsafe fn dequantize<W: Warp, T: F32Exact>(
             _ => stats.add(STAT_WORDS * (source * records + p / bucket) + 3).read() as f64 / levels as f64,
         }
     };
+    // the value of combined level `l` with unit `u`: in `f32` for the error bound's sums
+    // (`bound_value`, from `eb = u / 2` exactly), else in `f64`
+    let to_value = |l: i32, u: f64| match levels == 0 && divisor == 1 {
+        true => bound_value::<T>(l, (0.5 * u) as f32),
+        false => value::<T>(l, u, divisor),
+    };
     // element `i`'s source and position (one source, the reductions': no division)
     let place = |i: usize| match n <= block {
         true => (0, first + i),
@@ -294,7 +300,7 @@ pub unsafe fn dequantize<W: Warp, T: F32Exact>(
                     unit(s, p)
                 }
             };
-            let x = value::<T>((word >> (8 * k)) as u8 as i8 as i32, u, divisor);
+            let x = to_value((word >> (8 * k)) as u8 as i8 as i32, u);
             vector |= (x.to_bits64() as u128) << (8 * size_of::<T::Bits>() * k);
         }
         let v4 = V4([
@@ -311,7 +317,7 @@ pub unsafe fn dequantize<W: Warp, T: F32Exact>(
     while i < n {
         let (s, p) = place(i);
         // SAFETY: `i < n`.
-        let x = value::<T>(unsafe { input.add(i).read() } as i32, unit(s, p), divisor);
+        let x = to_value(unsafe { input.add(i).read() } as i32, unit(s, p));
         // SAFETY: `i < n`.
         unsafe { out.add(i).write(x) };
         i += stride;
