@@ -92,7 +92,10 @@ impl BoundLevels {
     /// `bound_level(x, eb, qmax)`.
     #[inline(always)]
     pub fn level(&self, x: f32) -> Option<i32> {
-        self.proved(x).or_else(|| bound_level(x, self.eb, self.qmax))
+        match self.proved(x) {
+            Some(q) => Some(q),
+            None => edge_level(x, self.eb, self.qmax),
+        }
     }
 
     /// The level of `x` where the `f32` proof holds (see the type's docs), else `None`.
@@ -105,6 +108,14 @@ impl BoundLevels {
         let within = r.unsigned_abs() as i64 <= FAST_LEVELS.min(self.qmax) as i64;
         (within && (x - r as f32 * (2.0 * self.eb)).abs() < inner).then_some(r)
     }
+}
+
+/// [`bound_level`] out of line, for the few elements [`BoundLevels`] does not prove in `f32`:
+/// its `f64` code stays out of a kernel's unrolled loop over a vector's elements.
+#[cold]
+#[inline(never)]
+fn edge_level(x: f32, eb: f32, qmax: i32) -> Option<i32> {
+    bound_level(x, eb, qmax)
 }
 
 /// [`value`]`(sum, 2 eb, 1)` in `f32` alone where `2 eb` is a finite `f32` and `|sum| <= 2^24`

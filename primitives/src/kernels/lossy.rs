@@ -158,14 +158,14 @@ pub unsafe fn quantize<W: Warp, T: F32Exact>(
     // the QSGD norm of element `i`'s bucket
     // SAFETY: bucket `i / bucket` has a record.
     let norm_at = |i: usize| unsafe { stats.add(STAT_WORDS * (i / bucket) + 3).read() };
-    // element `i`'s level as a byte, QSGD's on the bucket norm `norm`; where it has none, the
-    // bit of its rejection word (1: beyond `qmax`, 2: not finite)
-    let level = |i: usize, bits: T::Bits, norm: f32| -> Result<u8, u32> {
+    // element `i`'s level as a byte, QSGD's (`qsgd`) on the bucket norm `norm`; where it has
+    // none, the bit of its rejection word (1: beyond `qmax`, 2: not finite)
+    let level = |i: usize, bits: T::Bits, norm: f32, qsgd: bool| -> Result<u8, u32> {
         let x = T::to_f32(bits);
-        let q = match levels {
-            0 => bound.level(x),
-            _ if x.is_finite() => Some(qsgd_level(x, norm, levels, seed, i as u64)),
-            _ => None,
+        let q = match qsgd {
+            false => bound.level(x),
+            true if x.is_finite() => Some(qsgd_level(x, norm, levels, seed, i as u64)),
+            true => None,
         };
         // a level is within `qmax <= 127` or `levels <= 127`
         q.map(|q| q as i8 as u8).ok_or(if x.is_finite() { 1 } else { 2 })
@@ -179,52 +179,92 @@ pub unsafe fn quantize<W: Warp, T: F32Exact>(
         }
     };
     let vectors = if aligned(input) && aligned(out) { n / per } else { 0 };
-    let mut v = w.global_idx();
-    while v < vectors {
-        // this thread: elements `i0 .. i0 + per`, their levels one word; under QSGD one norm
-        // for them all unless they straddle buckets
-        let i0 = per * v;
-        let norm = match levels {
-            0 => None,
-            _ => (i0 / bucket == (i0 + per - 1) / bucket).then(|| norm_at(i0)),
-        };
-        // SAFETY: vector `v` of the aligned `vectors`.
-        let vector = unsafe { load_vector(w, input, v) };
-        let (mut word, mut bad) = (0u64, 0u32);
-        for k in 0..per {
-            let i = i0 + k;
-            let norm = match (levels, norm) {
-                (0, _) => 0.0,
-                (_, Some(norm)) => norm,
-                _ => norm_at(i),
-            };
-            let q = level(i, element::<T>(vector, k), norm);
-            bad |= q.err().unwrap_or(0);
-            word |= (q.unwrap_or(0) as u64) << (8 * k);
+    let each = Each {
+        input,
+        out,
+        vectors,
+        bucket,
+    };
+    // SAFETY: the vectors of the aligned arrays, as above.
+    unsafe {
+        match levels {
+            0 => quantize_vectors::<W, T, false>(w, each, level, norm_at, reject),
+            _ => quantize_vectors::<W, T, true>(w, each, level, norm_at, reject),
         }
-        if bad != 0 {
-            reject(bad);
-        }
-        // SAFETY: levels `i0 .. i0 + per` of the `n`, `per`-byte aligned.
-        unsafe {
-            match per {
-                4 => out.add(i0).cast::<u32>().write(word as u32),
-                _ => out.add(i0).cast::<u64>().write(word),
-            }
-        }
-        v += stride;
     }
     let mut i = per * vectors + w.global_idx();
     while i < n {
         let norm = if levels == 0 { 0.0 } else { norm_at(i) };
         // SAFETY: `i < n`.
-        let q = level(i, unsafe { input.add(i).read() }, norm);
+        let q = level(i, unsafe { input.add(i).read() }, norm, levels > 0);
         if let Err(bit) = q {
             reject(bit);
         }
         // SAFETY: `i < n`.
         unsafe { out.add(i).write(q.unwrap_or(0) as i8) };
         i += stride;
+    }
+}
+
+/// The 16-byte vectors one of [`quantize`]'s or [`dequantize`]'s threads takes: the arrays
+/// (16-byte aligned), the number of whole vectors, and the elements per bucket.
+#[derive(Clone, Copy)]
+struct Each<I, O> {
+    input: *const I,
+    out: *mut O,
+    vectors: usize,
+    bucket: usize,
+}
+
+/// [`quantize`]'s loop over this thread's vectors `v` (elements `per v ..`, their levels one
+/// word), compiled once per quantizer (`QSGD`) so that each unrolls its elements with no test
+/// of the quantizer in it; `level`, `norm_at` and `reject` are the kernel's.
+///
+/// # Safety
+/// `each`'s arrays are 16-byte aligned and hold `each.vectors` vectors of elements and levels.
+#[inline(always)]
+unsafe fn quantize_vectors<W: Warp, T: F32Exact, const QSGD: bool>(
+    w: W,
+    each: Each<T::Bits, i8>,
+    level: impl Fn(usize, T::Bits, f32, bool) -> Result<u8, u32>,
+    norm_at: impl Fn(usize) -> f32,
+    reject: impl Fn(u32),
+) {
+    let (per, stride, bucket) = (per_vector::<T>(), w.global_threads(), each.bucket);
+    let mut v = w.global_idx();
+    while v < each.vectors {
+        // this thread: elements `i0 .. i0 + per`, their levels one word; under QSGD one norm
+        // for them all unless they straddle buckets
+        let i0 = per * v;
+        let norm = match QSGD {
+            false => None,
+            true => (i0 / bucket == (i0 + per - 1) / bucket).then(|| norm_at(i0)),
+        };
+        // SAFETY: vector `v` of the aligned `vectors`.
+        let vector = unsafe { load_vector(w, each.input, v) };
+        let (mut word, mut bad) = (0u64, 0u32);
+        for k in 0..per {
+            let i = i0 + k;
+            let norm = match (QSGD, norm) {
+                (false, _) => 0.0,
+                (true, Some(norm)) => norm,
+                (true, None) => norm_at(i),
+            };
+            let q = level(i, element::<T>(vector, k), norm, QSGD);
+            bad |= q.err().unwrap_or(0);
+            word |= (q.unwrap_or(0) as u64) << (8 * k);
+        }
+        if bad != 0 {
+            reject(bad);
+        }
+        // SAFETY: levels `i0 .. i0 + per` of the vectors, `per`-byte aligned.
+        unsafe {
+            match per {
+                4 => each.out.add(i0).cast::<u32>().write(word as u32),
+                _ => each.out.add(i0).cast::<u64>().write(word),
+            }
+        }
+        v += stride;
     }
 }
 
@@ -264,44 +304,93 @@ pub unsafe fn dequantize<W: Warp, T: F32Exact>(
             _ => stats.add(STAT_WORDS * (source * records + p / bucket) + 3).read() as f64 / levels as f64,
         }
     };
-    // the value of combined level `l` with unit `u`: in `f32` for the error bound's sums
-    // (`bound_value`, from `eb = u / 2` exactly), else in `f64`
-    let to_value = |l: i32, u: f64| match levels == 0 && divisor == 1 {
-        true => bound_value::<T>(l, (0.5 * u) as f32),
-        false => value::<T>(l, u, divisor),
-    };
     // element `i`'s source and position (one source, the reductions': no division)
     let place = |i: usize| match n <= block {
         true => (0, first + i),
         false => (i / block, first + i % block),
     };
     let vectors = if aligned(input) && aligned(out) { n / per } else { 0 };
+    let each = Each {
+        input,
+        out,
+        vectors,
+        bucket,
+    };
+    let shape = (first + block, levels == 0);
+    // the error bound's sums scale back in `f32` (see `to_value`)
+    let bound_sums = levels == 0 && divisor == 1;
+    // SAFETY: the vectors of the aligned arrays, as above.
+    unsafe {
+        match bound_sums {
+            true => dequantize_vectors::<W, T, true>(w, each, shape, divisor, unit, place),
+            false => dequantize_vectors::<W, T, false>(w, each, shape, divisor, unit, place),
+        }
+    }
+    let mut i = per * vectors + w.global_idx();
+    while i < n {
+        let (s, p) = place(i);
+        // SAFETY: `i < n`.
+        let x = to_value::<T>(bound_sums, unsafe { input.add(i).read() } as i32, unit(s, p), divisor);
+        // SAFETY: `i < n`.
+        unsafe { out.add(i).write(x) };
+        i += stride;
+    }
+}
+
+/// The value of combined level `l` with unit `u`: in `f32` for the error bound's sums
+/// (`bound`: [`bound_value`], from `eb = u / 2` exactly), else [`value`] in `f64`.
+#[inline(always)]
+fn to_value<T: F32Exact>(bound: bool, l: i32, u: f64, divisor: u32) -> T::Bits {
+    match bound {
+        true => bound_value::<T>(l, (0.5 * u) as f32),
+        false => value::<T>(l, u, divisor),
+    }
+}
+
+/// [`dequantize`]'s loop over this thread's vectors `v` (elements `per v ..` from one word of
+/// levels), compiled once for the error bound's sums (`BOUND`, see [`to_value`]) and once for
+/// the rest; a vector whose elements share one unit (one source and, under QSGD, one bucket:
+/// `shape` is the end `first + block` of a source's positions and whether the units are per
+/// source alone) unrolls its elements with that unit. `unit` and `place` are the kernel's.
+///
+/// # Safety
+/// `each`'s arrays are 16-byte aligned and hold `each.vectors` vectors of levels and elements.
+#[inline(always)]
+unsafe fn dequantize_vectors<W: Warp, T: F32Exact, const BOUND: bool>(
+    w: W,
+    each: Each<i8, T::Bits>,
+    (end, per_source): (usize, bool),
+    divisor: u32,
+    unit: impl Fn(usize, usize) -> f64,
+    place: impl Fn(usize) -> (usize, usize),
+) {
+    let (per, stride, bucket) = (per_vector::<T>(), w.global_threads(), each.bucket);
     let mut v = w.global_idx();
-    while v < vectors {
-        // this thread: elements `i0 .. i0 + per` from one word of levels, with one unit unless
-        // they straddle sources or (QSGD) buckets
+    while v < each.vectors {
+        // this thread: elements `i0 .. i0 + per` from one word of levels
         let i0 = per * v;
         let (s0, p0) = place(i0);
-        let one = p0 + per <= first + block && (levels == 0 || p0 / bucket == (p0 + per - 1) / bucket);
-        let u0 = unit(s0, p0);
-        // SAFETY: levels `i0 .. i0 + per` of the `n`, `per`-byte aligned.
+        // SAFETY: levels `i0 .. i0 + per` of the vectors, `per`-byte aligned.
         let word = unsafe {
             match per {
-                4 => input.add(i0).cast::<u32>().read() as u64,
-                _ => input.add(i0).cast::<u64>().read(),
+                4 => each.input.add(i0).cast::<u32>().read() as u64,
+                _ => each.input.add(i0).cast::<u64>().read(),
             }
         };
+        let level = |k: usize| (word >> (8 * k)) as u8 as i8 as i32;
         let mut vector = 0u128;
-        for k in 0..per {
-            let u = match one {
-                true => u0,
-                false => {
-                    let (s, p) = place(i0 + k);
-                    unit(s, p)
-                }
-            };
-            let x = to_value((word >> (8 * k)) as u8 as i8 as i32, u);
-            vector |= (x.to_bits64() as u128) << (8 * size_of::<T::Bits>() * k);
+        if p0 + per <= end && (per_source || p0 / bucket == (p0 + per - 1) / bucket) {
+            let u0 = unit(s0, p0);
+            for k in 0..per {
+                let x = to_value::<T>(BOUND, level(k), u0, divisor);
+                vector |= (x.to_bits64() as u128) << (8 * size_of::<T::Bits>() * k);
+            }
+        } else {
+            for k in 0..per {
+                let (s, p) = place(i0 + k);
+                let x = to_value::<T>(BOUND, level(k), unit(s, p), divisor);
+                vector |= (x.to_bits64() as u128) << (8 * size_of::<T::Bits>() * k);
+            }
         }
         let v4 = V4([
             vector as u32,
@@ -310,16 +399,7 @@ pub unsafe fn dequantize<W: Warp, T: F32Exact>(
             (vector >> 96) as u32,
         ]);
         // SAFETY: vector `v` of the aligned `vectors`.
-        unsafe { w.store_v4(out.cast::<V4>().add(v), v4) };
+        unsafe { w.store_v4(each.out.cast::<V4>().add(v), v4) };
         v += stride;
-    }
-    let mut i = per * vectors + w.global_idx();
-    while i < n {
-        let (s, p) = place(i);
-        // SAFETY: `i < n`.
-        let x = to_value(unsafe { input.add(i).read() } as i32, unit(s, p));
-        // SAFETY: `i < n`.
-        unsafe { out.add(i).write(x) };
-        i += stride;
     }
 }
