@@ -26,18 +26,23 @@ use crate::dtype::F32Exact;
 /// The most levels a symbol carries (`q` in `-127..=127`).
 pub const MAX_LEVELS: u32 = 127;
 
-/// A uniform draw in `[0, 1)` for element `index`: 24 bits of one half of SplitMix64 of
-/// `seed` and `index / 2` (a counter-based generator: any element's draw is computed alone;
-/// elements `2j` and `2j + 1` take the two 32-bit halves of one hash, so a kernel's thread of
-/// consecutive elements hashes once per pair).
+/// The uniform draws in `[0, 1)` of elements `2 pair` and `2 pair + 1`: 24 bits of each 32-bit
+/// half of SplitMix64 of `seed` and `pair` (a counter-based generator: any element's draw is
+/// computed alone, and a kernel's thread of consecutive elements hashes once per pair).
 #[inline(always)]
-pub fn uniform(seed: u64, index: u64) -> f32 {
-    let mut z = seed ^ (index >> 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+pub fn uniforms(seed: u64, pair: u64) -> [f32; 2] {
+    let mut z = seed ^ pair.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^= z >> 31;
-    let half = (z >> (32 * (index & 1))) as u32;
-    (half >> 8) as f32 * (1.0 / (1u32 << 24) as f32)
+    let draw = |half: u64| (half as u32 >> 8) as f32 * (1.0 / (1u32 << 24) as f32);
+    [draw(z), draw(z >> 32)]
+}
+
+/// The uniform draw in `[0, 1)` of element `index`: its half of [`uniforms`].
+#[inline(always)]
+pub fn uniform(seed: u64, index: u64) -> f32 {
+    uniforms(seed, index >> 1)[(index & 1) as usize]
 }
 
 /// The level `q` in `-levels..=levels` of a finite `x` in a bucket of L2 norm `norm`, drawn so
@@ -46,6 +51,12 @@ pub fn uniform(seed: u64, index: u64) -> f32 {
 /// [`norm_of`]).
 #[inline]
 pub fn level(x: f32, norm: f32, levels: u32, seed: u64, index: u64) -> i32 {
+    level_drawn(x, norm, levels, uniform(seed, index))
+}
+
+/// [`level`] with the element's draw `u` ([`uniform`]) given: a kernel draws a pair at once.
+#[inline(always)]
+pub fn level_drawn(x: f32, norm: f32, levels: u32, u: f32) -> i32 {
     if norm.is_nan() || norm <= 0.0 || norm.is_infinite() {
         return 0;
     }
@@ -54,7 +65,7 @@ pub fn level(x: f32, norm: f32, levels: u32, seed: u64, index: u64) -> i32 {
     // division for a kernel's elements of one bucket
     let a = (x.abs() * (s / norm)).min(s);
     let low = a as u32; // floor: a >= 0
-    let up = (uniform(seed, index) < a - low as f32) as u32;
+    let up = (u < a - low as f32) as u32;
     let q = (low + up).min(levels) as i32;
     if x < 0.0 {
         -q

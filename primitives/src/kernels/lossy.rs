@@ -25,7 +25,7 @@ use core::mem::size_of;
 use zipcoll_codegen::kernel;
 use zipcoll_device::dtype::{Elem, F32Exact, F32, F64};
 use zipcoll_device::lossy::levels::{bound_value, qsgd_level, value, BoundLevels};
-use zipcoll_device::lossy::qsgd::norm_from_squares;
+use zipcoll_device::lossy::qsgd::{level_drawn as qsgd_level_drawn, norm_from_squares, uniforms};
 use zipcoll_device::reduce::{Max, RedOp, Sum};
 use zipcoll_device::warp_reduce::warp_all_reduce;
 use zipcoll_targets::{Scope, Warp, Word, V4};
@@ -188,8 +188,8 @@ pub unsafe fn quantize<W: Warp, T: F32Exact>(
     // SAFETY: the vectors of the aligned arrays, as above.
     unsafe {
         match levels {
-            0 => quantize_vectors::<W, T, false>(w, each, level, norm_at, reject),
-            _ => quantize_vectors::<W, T, true>(w, each, level, norm_at, reject),
+            0 => quantize_vectors::<W, T, false>(w, each, (levels, seed), level, norm_at, reject),
+            _ => quantize_vectors::<W, T, true>(w, each, (levels, seed), level, norm_at, reject),
         }
     }
     let mut i = per * vectors + w.global_idx();
@@ -218,7 +218,9 @@ struct Each<I, O> {
 
 /// [`quantize`]'s loop over this thread's vectors `v` (elements `per v ..`, their levels one
 /// word), compiled once per quantizer (`QSGD`) so that each unrolls its elements with no test
-/// of the quantizer in it; `level`, `norm_at` and `reject` are the kernel's.
+/// of the quantizer in it; under QSGD a vector within one bucket takes its norm once and
+/// draws its elements a pair at a time (`qsgd::uniforms`: one hash per pair). `(levels, seed)`
+/// are QSGD's, `level`, `norm_at` and `reject` the kernel's.
 ///
 /// # Safety
 /// `each`'s arrays are 16-byte aligned and hold `each.vectors` vectors of elements and levels.
@@ -226,6 +228,7 @@ struct Each<I, O> {
 unsafe fn quantize_vectors<W: Warp, T: F32Exact, const QSGD: bool>(
     w: W,
     each: Each<T::Bits, i8>,
+    (levels, seed): (u32, u64),
     level: impl Fn(usize, T::Bits, f32, bool) -> Result<u8, u32>,
     norm_at: impl Fn(usize) -> f32,
     reject: impl Fn(u32),
@@ -233,26 +236,40 @@ unsafe fn quantize_vectors<W: Warp, T: F32Exact, const QSGD: bool>(
     let (per, stride, bucket) = (per_vector::<T>(), w.global_threads(), each.bucket);
     let mut v = w.global_idx();
     while v < each.vectors {
-        // this thread: elements `i0 .. i0 + per`, their levels one word; under QSGD one norm
-        // for them all unless they straddle buckets
+        // this thread: elements `i0 .. i0 + per` (`i0` even), their levels one word
         let i0 = per * v;
-        let norm = match QSGD {
-            false => None,
-            true => (i0 / bucket == (i0 + per - 1) / bucket).then(|| norm_at(i0)),
-        };
         // SAFETY: vector `v` of the aligned `vectors`.
         let vector = unsafe { load_vector(w, each.input, v) };
         let (mut word, mut bad) = (0u64, 0u32);
-        for k in 0..per {
-            let i = i0 + k;
-            let norm = match (QSGD, norm) {
-                (false, _) => 0.0,
-                (true, Some(norm)) => norm,
-                (true, None) => norm_at(i),
-            };
-            let q = level(i, element::<T>(vector, k), norm, QSGD);
+        let mut put = |k: usize, q: Result<u8, u32>| {
             bad |= q.err().unwrap_or(0);
             word |= (q.unwrap_or(0) as u64) << (8 * k);
+        };
+        if !QSGD {
+            for k in 0..per {
+                put(k, level(i0 + k, element::<T>(vector, k), 0.0, false));
+            }
+        } else if i0 / bucket == (i0 + per - 1) / bucket {
+            let norm = norm_at(i0);
+            for pair in 0..per / 2 {
+                let draws = uniforms(seed, (i0 / 2 + pair) as u64);
+                for (h, &u) in draws.iter().enumerate() {
+                    let k = 2 * pair + h;
+                    let x = T::to_f32(element::<T>(vector, k));
+                    // a level is within `levels <= 127`; a non-finite element has none
+                    put(
+                        k,
+                        match x.is_finite() {
+                            true => Ok(qsgd_level_drawn(x, norm, levels, u) as i8 as u8),
+                            false => Err(2),
+                        },
+                    );
+                }
+            }
+        } else {
+            for k in 0..per {
+                put(k, level(i0 + k, element::<T>(vector, k), norm_at(i0 + k), true));
+            }
         }
         if bad != 0 {
             reject(bad);
