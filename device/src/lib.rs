@@ -7,6 +7,7 @@
 //! | [`block`]  | block-cooperative scans and reductions, shared-memory scratch |
 //! | [`bits`]   | warp-cooperative scans, compaction, bit packing, checksums    |
 //! | [`codec`]  | lossless codecs: the symbol coders and the frame codec        |
+//! | [`divisor`] | division by a kernel's fixed divisor as a multiply-high |
 //! | [`device_fns`] | the device-function library's bodies (block codecs, frame info, prediction for CUDA C++ callers) |
 //! | [`dtype`]  | element types, exponent split/join, f32 conversions          |
 //! | [`frame`]  | the frame header, its validation, the frame checksum          |
@@ -21,6 +22,7 @@ pub mod bits;
 pub mod block;
 pub mod codec;
 pub mod device_fns;
+pub mod divisor;
 pub mod dtype;
 pub mod frame;
 pub mod lossy;

@@ -9,6 +9,9 @@
 //! | `qsgd_is_deterministic_per_seed_and_escapes_non_finite` | same seed, same symbols; another seed, others; NaN and infinities escape and stay out of the norm |
 //! | `levels_hold_the_bound_exactly_and_are_the_nearest` | the collectives' integer levels (`lossy::levels::bound_level`) against an exact integer computation: every level's edges (one ulp either side) up to `MAX_LEVEL`, and random values, under bounds from 1e-30 to 1e30; the nearest level; non-finite values and bad bounds have none |
 //! | `bound_values_in_f32_equal_the_f64_values` | `lossy::levels::bound_value` (the dequantize kernel's `f32` path) equals `value` bit for bit for f32, bf16 and f16: every `i8` sum of up to 8 ranks and random sums past 2^24, bounds in every binade of f32 (where `2 eb` overflows too) and random ones |
+//! | `integers_become_exact_f32s_without_a_conversion` | `lossy::levels::exact_f32` equals `as f32` for every integer of its bit trick, its edges and the extremes |
+//! | `qsgd_levels_without_conversions_equal_the_floor_reference` | `qsgd::level_scaled` against `floor` and conversions at every integer and half of `a` (one ulp either side) and draws either side of the fraction, and random values; degenerate norms give level 0 |
+//! | `qsgd_draws_are_the_top_23_bits_of_each_half` | every draw in `[0, 1)`, a multiple of 2^-23, the element's own (`uniform`); their mean is 1/2 |
 //!
 //! `ZIPCOLL_LOSSY_F32_SAMPLES` raises the random f32 samples of both (10^8 ran on the build machine in
 //! release: see BENCHMARKS.md).
@@ -379,4 +382,105 @@ fn bound_values_in_f32_equal_the_f64_values() {
             assert_eq!(bound_value::<F16>(sum, eb), want, "f16: sum {sum}, eb {eb:e}");
         }
     }
+}
+
+#[test]
+fn integers_become_exact_f32s_without_a_conversion() {
+    use zipcoll_device::lossy::levels::exact_f32;
+    // every integer the bit trick builds, both sides of where it stops, and the extremes
+    for l in -(1 << 22) - 3..=(1 << 22) + 3 {
+        assert_eq!(exact_f32(l).to_bits(), (l as f32).to_bits(), "{l}");
+    }
+    for l in [i32::MIN, i32::MIN + 1, i32::MAX, 1 << 24, -(1 << 24) - 1] {
+        assert_eq!(exact_f32(l).to_bits(), (l as f32).to_bits(), "{l}");
+    }
+}
+
+/// QSGD's level of `x` by its definition, with `floor` and conversions: `floor(a)`, one more
+/// where the draw `u` is below `a - floor(a)`, at most `levels`, with `x`'s sign.
+fn qsgd_reference(x: f32, scale: f32, levels: u32, u: f32) -> i32 {
+    let a = (x.abs() * scale).min(levels as f32);
+    let low = a.floor();
+    let q = (low as i32 + (u < a - low) as i32).min(levels as i32);
+    if x < 0.0 {
+        -q
+    } else {
+        q
+    }
+}
+
+#[test]
+fn qsgd_levels_without_conversions_equal_the_floor_reference() {
+    let mut rng = Rng(17);
+    let ulp = |a: f32, d: i32| f32::from_bits((a.to_bits() as i32 + d).max(0) as u32);
+    for levels in [1u32, 2, 7, 15, 127] {
+        // `a` at every integer and half up to `levels` and one ulp either side (the rounding's
+        // ties and the floor's edges), then random values; draws at 0, near 1, and one
+        // ulp either side of the fraction
+        let mut aa: Vec<f32> = (0..=2 * levels)
+            .flat_map(|h| [-1, 0, 1].map(|d| ulp(h as f32 / 2.0, d)))
+            .collect();
+        aa.extend((0..20_000).map(|_| rng.below(1 << 24) as f32 / (1 << 24) as f32 * levels as f32));
+        for &a in &aa {
+            let frac = a - a.floor();
+            let draws = [
+                0.0,
+                1.0 - 1.0 / (1 << 23) as f32,
+                0.5,
+                ulp(frac, -1),
+                frac,
+                ulp(frac, 1),
+            ];
+            for u in draws {
+                for x in [a, -a] {
+                    let got = qsgd::level_scaled(x, 1.0, levels, u);
+                    assert_eq!(got, qsgd_reference(x, 1.0, levels, u), "a {a}, u {u}, {levels} levels");
+                }
+            }
+        }
+        // through a bucket's scale: normals in a bucket of norm 1, beyond the norm, and zeros
+        for _ in 0..20_000 {
+            let (x, u) = (
+                rng.normal() as f32 * 0.3,
+                (rng.next_u32() >> 9) as f32 / (1 << 23) as f32,
+            );
+            let scale = qsgd::scale(1.0, levels);
+            assert_eq!(
+                qsgd::level_scaled(x, scale, levels, u),
+                qsgd_reference(x, scale, levels, u)
+            );
+        }
+    }
+    // a norm that is zero, negative, not finite or so small that `levels / norm` overflows
+    // gives every element level 0
+    for norm in [0.0, -1.0, f32::NAN, f32::INFINITY, f32::from_bits(1), 1e-38] {
+        assert_eq!(qsgd::scale(norm, 127), 0.0, "norm {norm:e}");
+        assert_eq!(qsgd::level(0.0, norm, 127, 3, 9), 0);
+        assert_eq!(qsgd::level(-1e-39, norm, 127, 3, 9), 0);
+    }
+    assert_eq!(qsgd::scale(2.0, 127), 63.5);
+}
+
+#[test]
+fn qsgd_draws_are_the_top_23_bits_of_each_half() {
+    let mut rng = Rng(23);
+    let mut sum = 0.0f64;
+    let pairs = 100_000;
+    for _ in 0..pairs {
+        let (seed, pair) = (rng.next_u64(), rng.next_u64() >> 1);
+        let [u0, u1] = qsgd::uniforms(seed, pair);
+        for (h, u) in [u0, u1].into_iter().enumerate() {
+            assert!((0.0..1.0).contains(&u), "{u}");
+            // a multiple of 2^-23, and the element's own draw
+            assert_eq!((u * (1 << 23) as f32).fract(), 0.0, "{u}");
+            assert_eq!(qsgd::uniform(seed, 2 * pair + h as u64), u);
+            sum += u as f64;
+        }
+    }
+    // the mean of 2 x 10^5 uniforms: within 5 standard errors (0.289 / sqrt(n)) of 1/2
+    let mean = sum / (2 * pairs) as f64;
+    assert!(
+        (mean - 0.5).abs() < 5.0 * 0.2887 / ((2 * pairs) as f64).sqrt(),
+        "mean {mean}"
+    );
 }

@@ -7,7 +7,7 @@
 //! | `error_bounded_all_reduce_stays_within_k_eb_on_2_to_8_ranks` | 2..=8 | sum (ring and two-shot, in place and out of place), f32 / bf16 / f16, abs and rel bounds: `|y - S| <= k eb + ulp(y)`, quantized (counted, and some error > eb / 16) |
 //! | `averages_maxima_minima_and_reduce_scatter_within_eb` | 3, 5 | avg, max, min within `eb + ulp`; reduce_scatter within `k eb`; reduce leaves non-root outputs untouched |
 //! | `moves_carry_each_source_ranks_scale` | 4 | all_gather (in place too), broadcast, all_to_all under `rel`: each source's block within `rel x` its own range (ranks of magnitudes 10^r) |
-//! | `nan_infinity_or_a_too_fine_bound_travel_exactly` | 3 | a NaN or an infinity on one rank, or a bound too fine for the 8-bit levels: the result is bit-identical to the exact call's, and counted as such |
+//! | `nan_infinity_or_a_too_fine_bound_travel_exactly` | 3 | a NaN or an infinity on one rank, a bound too fine for the 8-bit levels, or a QSGD bucket whose norm is past `f32` or too small for its levels: the result is bit-identical to the exact call's, and counted as such |
 //! | `an_absolute_bound_quantizes_while_every_level_fits` | 2 | an absolute bound (one pass, no statistics): a largest level of exactly 127 / k (sum) or 127 (max) quantizes within the bound, one more travels exactly |
 //! | `qsgd_all_reduce_is_unbiased_and_reproducible` | 4 | the mean of 300 calls within 5 standard errors of the exact sum on every element, and not for a shifted target; each call within `k x norm / s`; the same seed gives the same bytes on a new communicator |
 //! | `policies_a_call_cannot_serve` | 2 | a call's own lossy policy on i32, with prod, QSGD with max, QSGD whose sum of levels exceeds 127: `InvalidArgument`, the communicator still usable; the communicator's policy leaves such calls exact |
@@ -367,6 +367,27 @@ fn nan_infinity_or_a_too_fine_bound_travel_exactly() {
         too_fine: 1,
         ..LossyCounts::default()
     };
+    let qsgd = Lossy::Qsgd {
+        bits: 4,
+        bucket: 64,
+        seed: 1,
+    };
+    // two elements of 3e38 in a bucket: a norm of 4.2e38, past f32 (the exact sum overflows)
+    let huge = {
+        let mut inputs = with(1, 70, 3e38);
+        inputs[1][4 * 71..4 * 72].copy_from_slice(&(-3e38f32).to_le_bytes());
+        inputs
+    };
+    // a bucket of the smallest subnormals on every rank: `levels / norm` overflows
+    let tiny = {
+        let mut inputs = clean.clone();
+        for input in &mut inputs {
+            for i in 128..192 {
+                input[4 * i..4 * i + 4].copy_from_slice(&(i as u32 - 127).to_le_bytes());
+            }
+        }
+        inputs
+    };
     for (what, inputs, lossy, counted) in [
         (
             "a NaN payload",
@@ -402,6 +423,8 @@ fn nan_infinity_or_a_too_fine_bound_travel_exactly() {
             Lossy::ErrorBound(Bound::Rel(1e-4)),
             too_fine,
         ),
+        ("a QSGD norm past f32", huge, qsgd, too_fine),
+        ("a QSGD norm too small for its levels", tiny, qsgd, too_fine),
     ] {
         let sum = |lossy: Lossy| {
             run(k, Config::sim(), &inputs, n * 4, None, &|c, d| {

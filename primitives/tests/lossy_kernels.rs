@@ -7,10 +7,10 @@
 //! |---------------|-----------------------------------|
 //! | `lossy_stats` | max, -min, the non-finite flag exactly; the norm within an `f32` ulp of `qsgd::norm_of` (the `f64` sums' order differs) |
 //! | `quantize`    | `bound_level` or `qsgd_level` with bucket `i / bucket`'s norm; each rejection word set exactly when an element has no level for its reason (beyond `qmax`, not finite) |
-//! | `dequantize`  | `value` with source `i / block`'s unit at position `first + i % block`, summed and averaged |
+//! | `dequantize`  | `value` (error bound) or `qsgd_value` of `qsgd_unit` (QSGD) with source `i / block`'s unit at position `first + i % block`, summed and averaged |
 
 use zipcoll_device::dtype::{Bf16, F32Exact, F16, F32};
-use zipcoll_device::lossy::levels::{bound_level, qsgd_level, value};
+use zipcoll_device::lossy::levels::{bound_level, qsgd_level, qsgd_unit, qsgd_value, value};
 use zipcoll_device::lossy::qsgd::norm_of;
 use zipcoll_primitives::kernels::lossy::{dequantize, lossy_stats, quantize, REJECTED_WORDS, STAT_WORDS};
 use zipcoll_targets::sim::{launch, LaunchConfig, SimWarp};
@@ -185,11 +185,13 @@ fn check<T: F32Exact>(offset: usize, out_offset: usize) {
                 .expect("dequantize launch");
                 for (i, &q) in got.iter().enumerate() {
                     let (s, p) = (i / block, first + i % block);
-                    let unit = match levels {
-                        0 => 2.0 * ebs[s] as f64,
-                        _ => norms[STAT_WORDS * (s * per_source + p / bucket) + 3] as f64 / levels as f64,
+                    let want = match levels {
+                        0 => value::<T>(q as i32, 2.0 * ebs[s] as f64, divisor),
+                        _ => {
+                            let norm = norms[STAT_WORDS * (s * per_source + p / bucket) + 3];
+                            qsgd_value::<T>(q as i32, qsgd_unit(norm, levels, divisor))
+                        }
                     };
-                    let want = value::<T>(q as i32, unit, divisor);
                     let y = unsafe { (py as *const T::Bits).add(i).read() };
                     assert_eq!(
                         y.to_bits64(),

@@ -7,7 +7,7 @@
 //! | quantizer        | level of `x`                                        | value of a combined level `l` |
 //! |------------------|-----------------------------------------------------|-------------------------------|
 //! | error bound `eb` | [`bound_level`]: `q` with `|x - 2 eb q| <= eb` exactly, `|q| <= qmax` | `l x 2 eb / divisor`, rounded once to the dtype |
-//! | QSGD, `s` levels, bucket norm `norm` | [`qsgd::level`]: `q` in `-s..=s`, `E[q norm / s] = x` | `l x norm / s / divisor`, rounded once to the dtype |
+//! | QSGD, `s` levels, bucket norm `norm` | [`qsgd::level`]: `q` in `-s..=s`, `E[q norm / s] = x` | [`qsgd_value`]: `l x norm x (1 / (s divisor))` in `f32`, then the dtype |
 //!
 //! `divisor` is the number of ranks for an average, else 1. Levels stay within
 //! [`MAX_LEVEL`], so `2 |q| + 1` times `eb`'s 24-bit significand fits `f64`'s 53 bits and the
@@ -64,7 +64,8 @@ pub fn bound_level(x: f32, eb: f32, qmax: i32) -> Option<i32> {
 /// level in `f32` (a GPU's `f64` and conversion pipes run at a half and an eighth of its
 /// `f32` rate, and made the quantize kernel compute-bound).
 ///
-/// The proof: `r` is `x / 2eb` rounded, `d = x - r 2eb` computed in `f32` with two roundings
+/// The proof: `r` is `x / 2eb` rounded to an integer (either way at a tie: the check alone
+/// decides), `d = x - r 2eb` computed in `f32` with two roundings
 /// (`r 2eb`, then the difference). For `|r| <= FAST_LEVELS` and `eb` in `2^-100 ..= 2^100`
 /// their error is below `(2 FAST_LEVELS + 1) eb 2^-24 < eb 2^-12`, so `|d| < eb (1 - 2^-11)`
 /// puts `x` strictly inside level `r`'s interval: `r` is the only level that covers `x`, which
@@ -74,8 +75,9 @@ pub fn bound_level(x: f32, eb: f32, qmax: i32) -> Option<i32> {
 pub struct BoundLevels {
     eb: f32,
     qmax: i32,
-    /// `1 / 2eb` and `eb (1 - 2^-11)`, or `None` where the `f32` proof does not hold.
-    fast: Option<(f32, f32)>,
+    /// `1 / 2eb`, `eb (1 - 2^-11)` and `min(FAST_LEVELS, qmax)`, or `None` where the `f32`
+    /// proof does not hold.
+    fast: Option<(f32, f32, f32)>,
 }
 
 /// The largest level [`BoundLevels`] proves in `f32`.
@@ -84,8 +86,13 @@ pub const FAST_LEVELS: i32 = 1024;
 impl BoundLevels {
     /// Levels under the bound `eb` within `qmax`, as [`bound_level`]`(x, eb, qmax)`.
     pub fn new(eb: f32, qmax: i32) -> Self {
-        let fast = (eb >= 1.0 / (1u128 << 100) as f32 && eb <= (1u128 << 100) as f32)
-            .then(|| (1.0 / (2.0 * eb), eb * (1.0 - 1.0 / 2048.0)));
+        let fast = (eb >= 1.0 / (1u128 << 100) as f32 && eb <= (1u128 << 100) as f32).then(|| {
+            (
+                1.0 / (2.0 * eb),
+                eb * (1.0 - 1.0 / 2048.0),
+                FAST_LEVELS.min(qmax) as f32,
+            )
+        });
         Self { eb, qmax, fast }
     }
 
@@ -101,12 +108,14 @@ impl BoundLevels {
     /// The level of `x` where the `f32` proof holds (see the type's docs), else `None`.
     #[inline(always)]
     pub fn proved(&self, x: f32) -> Option<i32> {
-        let (inverse, inner) = self.fast?;
-        let t = x * inverse;
-        // `as` saturates (and takes NaN to 0, which the check below then refuses)
-        let r = if t < 0.0 { t - 0.5 } else { t + 0.5 } as i32;
-        let within = r.unsigned_abs() as i64 <= FAST_LEVELS.min(self.qmax) as i64;
-        (within && (x - r as f32 * (2.0 * self.eb)).abs() < inner).then_some(r)
+        const ROUNDER: f32 = 12_582_912.0; // 1.5 x 2^23
+        let (inverse, inner, limit) = self.fast?;
+        // `t` rounded to the integer `r` without a conversion: for `|t| < 2^22`, `big` holds it
+        // in its significand's low bits; elsewhere (and for NaN) `r` fails the limit below
+        let big = x * inverse + ROUNDER;
+        let r = big - ROUNDER;
+        let level = big.to_bits().wrapping_sub(ROUNDER.to_bits()) as i32;
+        (r.abs() <= limit && (x - r * (2.0 * self.eb)).abs() < inner).then_some(level)
     }
 }
 
@@ -118,6 +127,18 @@ fn edge_level(x: f32, eb: f32, qmax: i32) -> Option<i32> {
     bound_level(x, eb, qmax)
 }
 
+/// The exact `f32` of an integer `l`: for `|l| < 2^22` built from its bits (`1.5 x 2^23 + l` has
+/// `l` in its significand), which a GPU runs on its integer and `f32` pipes instead of its
+/// slower conversion pipe; `l as f32` elsewhere.
+#[inline(always)]
+pub fn exact_f32(l: i32) -> f32 {
+    const ROUNDER: f32 = 12_582_912.0; // 1.5 x 2^23
+    match l.unsigned_abs() < 1 << 22 {
+        true => f32::from_bits(ROUNDER.to_bits().wrapping_add(l as u32)) - ROUNDER,
+        false => l as f32,
+    }
+}
+
 /// [`value`]`(sum, 2 eb, 1)` in `f32` alone where `2 eb` is a finite `f32` and `|sum| <= 2^24`
 /// (the error bound's levels, summed, not averaged): `sum` and `2 eb` are then exact `f32`s,
 /// and their `f32` product is their exact product rounded once, as `value`'s exact `f64`
@@ -127,9 +148,29 @@ fn edge_level(x: f32, eb: f32, qmax: i32) -> Option<i32> {
 pub fn bound_value<T: F32Exact>(sum: i32, eb: f32) -> T::Bits {
     let unit = 2.0 * eb;
     match unit.is_finite() && sum.unsigned_abs() <= 1 << 24 {
-        true => T::from_f32(sum as f32 * unit),
+        true => T::from_f32(exact_f32(sum) * unit),
         false => value::<T>(sum, 2.0 * eb as f64, 1),
     }
+}
+
+/// QSGD's unit of a combined level in a bucket of norm `norm` with `levels` levels, divided by
+/// `divisor`: `norm x (1 / (levels x divisor))` in `f32` (the reciprocal is a kernel's one
+/// division; two roundings, a relative `2^-23` at most), 0 where the norm is not positive and
+/// finite (its levels are all 0: [`super::qsgd::level`]).
+#[inline(always)]
+pub fn qsgd_unit(norm: f32, levels: u32, divisor: u32) -> f32 {
+    let unit = norm * (1.0 / (levels.max(1) as f32 * divisor.max(1) as f32));
+    match norm > 0.0 && norm.is_finite() {
+        true => unit,
+        false => 0.0,
+    }
+}
+
+/// The element a combined QSGD level `sum` stands for with the unit [`qsgd_unit`]:
+/// `sum x unit` rounded once to `f32`, then to `T` (`|sum| <= 127 x` the ranks, exact in `f32`).
+#[inline(always)]
+pub fn qsgd_value<T: F32Exact>(sum: i32, unit: f32) -> T::Bits {
+    T::from_f32(exact_f32(sum) * unit)
 }
 
 /// The element that a combined level `sum` stands for: `sum x unit / divisor` in `f64`,

@@ -26,18 +26,23 @@ use crate::dtype::F32Exact;
 /// The most levels a symbol carries (`q` in `-127..=127`).
 pub const MAX_LEVELS: u32 = 127;
 
-/// The uniform draws in `[0, 1)` of elements `2 pair` and `2 pair + 1`: 24 bits of each 32-bit
-/// half of SplitMix64 of `seed` and `pair` (a counter-based generator: any element's draw is
-/// computed alone, and a kernel's thread of consecutive elements hashes once per pair).
+/// The uniform draws in `[0, 1)` of elements `2 pair` and `2 pair + 1`: the top 23 bits of each
+/// 32-bit half of SplitMix64 of `seed` and `pair`, as `1.m - 1` (a counter-based generator: any
+/// element's draw is computed alone, and a kernel's thread of consecutive elements hashes once
+/// per pair). A draw is a multiple of `2^-23`, so `P(u < f)` is within `2^-23` of `f`.
 #[inline(always)]
 pub fn uniforms(seed: u64, pair: u64) -> [f32; 2] {
     let mut z = seed ^ pair.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^= z >> 31;
-    let draw = |half: u64| (half as u32 >> 8) as f32 * (1.0 / (1u32 << 24) as f32);
+    // exact: `1.m` and 1 share their exponent; no integer-to-float conversion
+    let draw = |half: u64| f32::from_bits(ONE | (half as u32 >> 9)) - 1.0;
     [draw(z), draw(z >> 32)]
 }
+
+/// The bits of `1.0f32`.
+const ONE: u32 = 0x3F80_0000;
 
 /// The uniform draw in `[0, 1)` of element `index`: its half of [`uniforms`].
 #[inline(always)]
@@ -47,26 +52,41 @@ pub fn uniform(seed: u64, index: u64) -> f32 {
 
 /// The level `q` in `-levels..=levels` of a finite `x` in a bucket of L2 norm `norm`, drawn so
 /// that `E[q / levels x norm] = x` (`levels` in `1..=`[`MAX_LEVELS`]; a norm that is not
-/// positive and finite gives level 0: the bucket is all zeros, or its norm overflowed, see
-/// [`norm_of`]).
+/// positive and finite, or so small that `levels / norm` overflows, gives level 0: the bucket
+/// is all zeros, or its norm is out of `f32`'s range, see [`norm_of`]).
 #[inline]
 pub fn level(x: f32, norm: f32, levels: u32, seed: u64, index: u64) -> i32 {
-    level_drawn(x, norm, levels, uniform(seed, index))
+    level_scaled(x, scale(norm, levels), levels, uniform(seed, index))
 }
 
-/// [`level`] with the element's draw `u` ([`uniform`]) given: a kernel draws a pair at once.
+/// `levels / norm`, what [`level_scaled`] multiplies an element by: one division for a
+/// bucket's elements; 0 where [`level`] gives every element level 0.
 #[inline(always)]
-pub fn level_drawn(x: f32, norm: f32, levels: u32, u: f32) -> i32 {
-    if norm.is_nan() || norm <= 0.0 || norm.is_infinite() {
-        return 0;
+pub fn scale(norm: f32, levels: u32) -> f32 {
+    let scale = levels as f32 / norm;
+    match norm > 0.0 && scale.is_finite() {
+        true => scale,
+        false => 0.0,
     }
+}
+
+/// [`level`] with the bucket's [`scale`] and the element's draw `u` ([`uniform`]) given: a
+/// kernel takes the scale once per bucket and draws a pair at once.
+#[inline(always)]
+pub fn level_scaled(x: f32, scale: f32, levels: u32, u: f32) -> i32 {
+    const ROUNDER: f32 = 8_388_608.0; // 2^23
     let s = levels as f32;
-    // |v| <= norm, so a is in [0, s] up to rounding, which the clamp absorbs; `s / norm` is one
-    // division for a kernel's elements of one bucket
-    let a = (x.abs() * (s / norm)).min(s);
-    let low = a as u32; // floor: a >= 0
-    let up = (u < a - low as f32) as u32;
-    let q = (low + up).min(levels) as i32;
+    // |x| <= norm, so a is in [0, s] up to rounding, which the clamp absorbs
+    let a = (x.abs() * scale).min(s);
+    // floor(a) without a float-to-integer conversion: `a + 2^23` rounds `a` to an integer `near`
+    // (its significand's low bits, exactly, as a < 2^22), one too many where it rounded up
+    let big = a + ROUNDER;
+    let near = big - ROUNDER;
+    let over = near > a;
+    let low = if over { near - 1.0 } else { near };
+    let up = u < a - low;
+    let q = (big.to_bits() - ROUNDER.to_bits()) as i32 - over as i32 + up as i32;
+    let q = q.min(levels as i32);
     if x < 0.0 {
         -q
     } else {

@@ -23,9 +23,10 @@
 
 use core::mem::size_of;
 use zipcoll_codegen::kernel;
+use zipcoll_device::divisor::Divisor;
 use zipcoll_device::dtype::{Elem, F32Exact, F32, F64};
-use zipcoll_device::lossy::levels::{bound_value, qsgd_level, value, BoundLevels};
-use zipcoll_device::lossy::qsgd::{level_drawn as qsgd_level_drawn, norm_from_squares, uniforms};
+use zipcoll_device::lossy::levels::{bound_value, qsgd_unit, qsgd_value, value, BoundLevels};
+use zipcoll_device::lossy::qsgd::{self, norm_from_squares, uniforms};
 use zipcoll_device::reduce::{Max, RedOp, Sum};
 use zipcoll_device::warp_reduce::warp_all_reduce;
 use zipcoll_targets::{Scope, Warp, Word, V4};
@@ -155,16 +156,17 @@ pub unsafe fn quantize<W: Warp, T: F32Exact>(
 ) {
     let (per, stride) = (per_vector::<T>(), w.global_threads());
     let bound = BoundLevels::new(eb, qmax.min(i8::MAX as u32) as i32);
-    // the QSGD norm of element `i`'s bucket
-    // SAFETY: bucket `i / bucket` has a record.
-    let norm_at = |i: usize| unsafe { stats.add(STAT_WORDS * (i / bucket) + 3).read() };
+    let buckets = Divisor::new(bucket);
+    // the QSGD norm of bucket `b`
+    // SAFETY: bucket `b` has a record.
+    let norm_of = |b: usize| unsafe { stats.add(STAT_WORDS * b + 3).read() };
     // element `i`'s level as a byte, QSGD's (`qsgd`) on the bucket norm `norm`; where it has
     // none, the bit of its rejection word (1: beyond `qmax`, 2: not finite)
     let level = |i: usize, bits: T::Bits, norm: f32, qsgd: bool| -> Result<u8, u32> {
         let x = T::to_f32(bits);
         let q = match qsgd {
             false => bound.level(x),
-            true if x.is_finite() => Some(qsgd_level(x, norm, levels, seed, i as u64)),
+            true if x.is_finite() => Some(qsgd::level(x, norm, levels, seed, i as u64)),
             true => None,
         };
         // a level is within `qmax <= 127` or `levels <= 127`
@@ -183,18 +185,18 @@ pub unsafe fn quantize<W: Warp, T: F32Exact>(
         input,
         out,
         vectors,
-        bucket,
+        buckets,
     };
     // SAFETY: the vectors of the aligned arrays, as above.
     unsafe {
         match levels {
-            0 => quantize_vectors::<W, T, false>(w, each, (levels, seed), level, norm_at, reject),
-            _ => quantize_vectors::<W, T, true>(w, each, (levels, seed), level, norm_at, reject),
+            0 => quantize_vectors::<W, T, false>(w, each, (levels, seed), level, norm_of, reject),
+            _ => quantize_vectors::<W, T, true>(w, each, (levels, seed), level, norm_of, reject),
         }
     }
     let mut i = per * vectors + w.global_idx();
     while i < n {
-        let norm = if levels == 0 { 0.0 } else { norm_at(i) };
+        let norm = if levels == 0 { 0.0 } else { norm_of(buckets.div(w, i)) };
         // SAFETY: `i < n`.
         let q = level(i, unsafe { input.add(i).read() }, norm, levels > 0);
         if let Err(bit) = q {
@@ -207,20 +209,20 @@ pub unsafe fn quantize<W: Warp, T: F32Exact>(
 }
 
 /// The 16-byte vectors one of [`quantize`]'s or [`dequantize`]'s threads takes: the arrays
-/// (16-byte aligned), the number of whole vectors, and the elements per bucket.
+/// (16-byte aligned), the number of whole vectors, and the elements per bucket (a divisor).
 #[derive(Clone, Copy)]
 struct Each<I, O> {
     input: *const I,
     out: *mut O,
     vectors: usize,
-    bucket: usize,
+    buckets: Divisor,
 }
 
 /// [`quantize`]'s loop over this thread's vectors `v` (elements `per v ..`, their levels one
 /// word), compiled once per quantizer (`QSGD`) so that each unrolls its elements with no test
-/// of the quantizer in it; under QSGD a vector within one bucket takes its norm once and
-/// draws its elements a pair at a time (`qsgd::uniforms`: one hash per pair). `(levels, seed)`
-/// are QSGD's, `level`, `norm_at` and `reject` the kernel's.
+/// of the quantizer in it; under QSGD a vector within one bucket takes its norm's
+/// [`qsgd::scale`] once and draws its elements a pair at a time ([`uniforms`]: one hash per
+/// pair). `(levels, seed)` are QSGD's, `level`, `norm_of` and `reject` the kernel's.
 ///
 /// # Safety
 /// `each`'s arrays are 16-byte aligned and hold `each.vectors` vectors of elements and levels.
@@ -230,10 +232,10 @@ unsafe fn quantize_vectors<W: Warp, T: F32Exact, const QSGD: bool>(
     each: Each<T::Bits, i8>,
     (levels, seed): (u32, u64),
     level: impl Fn(usize, T::Bits, f32, bool) -> Result<u8, u32>,
-    norm_at: impl Fn(usize) -> f32,
+    norm_of: impl Fn(usize) -> f32,
     reject: impl Fn(u32),
 ) {
-    let (per, stride, bucket) = (per_vector::<T>(), w.global_threads(), each.bucket);
+    let (per, stride) = (per_vector::<T>(), w.global_threads());
     let mut v = w.global_idx();
     while v < each.vectors {
         // this thread: elements `i0 .. i0 + per` (`i0` even), their levels one word
@@ -249,26 +251,31 @@ unsafe fn quantize_vectors<W: Warp, T: F32Exact, const QSGD: bool>(
             for k in 0..per {
                 put(k, level(i0 + k, element::<T>(vector, k), 0.0, false));
             }
-        } else if i0 / bucket == (i0 + per - 1) / bucket {
-            let norm = norm_at(i0);
-            for pair in 0..per / 2 {
-                let draws = uniforms(seed, (i0 / 2 + pair) as u64);
-                for (h, &u) in draws.iter().enumerate() {
-                    let k = 2 * pair + h;
-                    let x = T::to_f32(element::<T>(vector, k));
-                    // a level is within `levels <= 127`; a non-finite element has none
-                    put(
-                        k,
-                        match x.is_finite() {
-                            true => Ok(qsgd_level_drawn(x, norm, levels, u) as i8 as u8),
-                            false => Err(2),
-                        },
-                    );
-                }
-            }
         } else {
-            for k in 0..per {
-                put(k, level(i0 + k, element::<T>(vector, k), norm_at(i0 + k), true));
+            // the vector's bucket `b`, unless it straddles two
+            let (b, r) = each.buckets.div_rem(w, i0);
+            if r + per <= each.buckets.get() {
+                let scale = qsgd::scale(norm_of(b), levels);
+                for pair in 0..per / 2 {
+                    let draws = uniforms(seed, (i0 / 2 + pair) as u64);
+                    for (h, &u) in draws.iter().enumerate() {
+                        let k = 2 * pair + h;
+                        let x = T::to_f32(element::<T>(vector, k));
+                        // a level is within `levels <= 127`; a non-finite element has none
+                        put(
+                            k,
+                            match x.is_finite() {
+                                true => Ok(qsgd::level_scaled(x, scale, levels, u) as i8 as u8),
+                                false => Err(2),
+                            },
+                        );
+                    }
+                }
+            } else {
+                for k in 0..per {
+                    let norm = norm_of(each.buckets.div(w, i0 + k));
+                    put(k, level(i0 + k, element::<T>(vector, k), norm, true));
+                }
             }
         }
         if bad != 0 {
@@ -313,75 +320,101 @@ pub unsafe fn dequantize<W: Warp, T: F32Exact>(
     out: *mut T::Bits,
 ) {
     let (per, stride) = (per_vector::<T>(), w.global_threads());
-    // the unit of a level of `source` at position `p` of its input
+    let (blocks, buckets) = (Divisor::new(block), Divisor::new(bucket));
+    // the unit of a level of `source` at position `p` of its input (see `to_value`): the
+    // source's bound, or QSGD's unit of the bucket
     // SAFETY: the source's entry, or the record of its bucket.
     let unit = |source: usize, p: usize| unsafe {
         match levels {
-            0 => 2.0 * ebs.add(source).read() as f64,
-            _ => stats.add(STAT_WORDS * (source * records + p / bucket) + 3).read() as f64 / levels as f64,
+            0 => ebs.add(source).read(),
+            _ => {
+                let norm = stats
+                    .add(STAT_WORDS * (source * records + buckets.div(w, p)) + 3)
+                    .read();
+                qsgd_unit(norm, levels, divisor)
+            }
         }
     };
     // element `i`'s source and position (one source, the reductions': no division)
     let place = |i: usize| match n <= block {
         true => (0, first + i),
-        false => (i / block, first + i % block),
+        false => {
+            let (source, r) = blocks.div_rem(w, i);
+            (source, first + r)
+        }
     };
     let vectors = if aligned(input) && aligned(out) { n / per } else { 0 };
     let each = Each {
         input,
         out,
         vectors,
-        bucket,
+        buckets,
     };
     let shape = (first + block, levels == 0);
-    // the error bound's sums scale back in `f32` (see `to_value`)
-    let bound_sums = levels == 0 && divisor == 1;
+    let mode = match (levels, divisor) {
+        (0, 1) => BOUND_SUM,
+        (0, _) => BOUND_AVERAGE,
+        _ => QSGD,
+    };
     // SAFETY: the vectors of the aligned arrays, as above.
     unsafe {
-        match bound_sums {
-            true => dequantize_vectors::<W, T, true>(w, each, shape, divisor, unit, place),
-            false => dequantize_vectors::<W, T, false>(w, each, shape, divisor, unit, place),
+        match mode {
+            BOUND_SUM => dequantize_vectors::<W, T, BOUND_SUM>(w, each, shape, divisor, unit, place),
+            BOUND_AVERAGE => dequantize_vectors::<W, T, BOUND_AVERAGE>(w, each, shape, divisor, unit, place),
+            _ => dequantize_vectors::<W, T, QSGD>(w, each, shape, divisor, unit, place),
         }
     }
     let mut i = per * vectors + w.global_idx();
     while i < n {
         let (s, p) = place(i);
         // SAFETY: `i < n`.
-        let x = to_value::<T>(bound_sums, unsafe { input.add(i).read() } as i32, unit(s, p), divisor);
+        let l = unsafe { input.add(i).read() } as i32;
+        let x = match mode {
+            BOUND_SUM => to_value::<T, BOUND_SUM>(l, unit(s, p), divisor),
+            BOUND_AVERAGE => to_value::<T, BOUND_AVERAGE>(l, unit(s, p), divisor),
+            _ => to_value::<T, QSGD>(l, unit(s, p), divisor),
+        };
         // SAFETY: `i < n`.
         unsafe { out.add(i).write(x) };
         i += stride;
     }
 }
 
-/// The value of combined level `l` with unit `u`: in `f32` for the error bound's sums
-/// (`bound`: [`bound_value`], from `eb = u / 2` exactly), else [`value`] in `f64`.
+/// How [`to_value`] scales a combined level back, with the unit `u` of [`dequantize`]:
+/// the error bound's sums in `f32` ([`bound_value`], `u` the bound `eb`)...
+const BOUND_SUM: u8 = 0;
+/// ... its averages in `f64` ([`value`] of `2 eb`, divided by the ranks)...
+const BOUND_AVERAGE: u8 = 1;
+/// ... and QSGD in `f32` ([`qsgd_value`], `u` its [`qsgd_unit`], the ranks divided already).
+const QSGD: u8 = 2;
+
+/// The value of combined level `l` with unit `u`, scaled back as `MODE` says.
 #[inline(always)]
-fn to_value<T: F32Exact>(bound: bool, l: i32, u: f64, divisor: u32) -> T::Bits {
-    match bound {
-        true => bound_value::<T>(l, (0.5 * u) as f32),
-        false => value::<T>(l, u, divisor),
+fn to_value<T: F32Exact, const MODE: u8>(l: i32, u: f32, divisor: u32) -> T::Bits {
+    match MODE {
+        BOUND_SUM => bound_value::<T>(l, u),
+        BOUND_AVERAGE => value::<T>(l, 2.0 * u as f64, divisor),
+        _ => qsgd_value::<T>(l, u),
     }
 }
 
 /// [`dequantize`]'s loop over this thread's vectors `v` (elements `per v ..` from one word of
-/// levels), compiled once for the error bound's sums (`BOUND`, see [`to_value`]) and once for
-/// the rest; a vector whose elements share one unit (one source and, under QSGD, one bucket:
+/// levels), compiled once per `MODE` (see [`to_value`]); a vector whose elements share one unit (one source and, under QSGD, one bucket:
 /// `shape` is the end `first + block` of a source's positions and whether the units are per
 /// source alone) unrolls its elements with that unit. `unit` and `place` are the kernel's.
 ///
 /// # Safety
 /// `each`'s arrays are 16-byte aligned and hold `each.vectors` vectors of levels and elements.
 #[inline(always)]
-unsafe fn dequantize_vectors<W: Warp, T: F32Exact, const BOUND: bool>(
+unsafe fn dequantize_vectors<W: Warp, T: F32Exact, const MODE: u8>(
     w: W,
     each: Each<i8, T::Bits>,
     (end, per_source): (usize, bool),
     divisor: u32,
-    unit: impl Fn(usize, usize) -> f64,
+    unit: impl Fn(usize, usize) -> f32,
     place: impl Fn(usize) -> (usize, usize),
 ) {
-    let (per, stride, bucket) = (per_vector::<T>(), w.global_threads(), each.bucket);
+    let (per, stride, buckets) = (per_vector::<T>(), w.global_threads(), each.buckets);
     let mut v = w.global_idx();
     while v < each.vectors {
         // this thread: elements `i0 .. i0 + per` from one word of levels
@@ -396,16 +429,16 @@ unsafe fn dequantize_vectors<W: Warp, T: F32Exact, const BOUND: bool>(
         };
         let level = |k: usize| (word >> (8 * k)) as u8 as i8 as i32;
         let mut vector = 0u128;
-        if p0 + per <= end && (per_source || p0 / bucket == (p0 + per - 1) / bucket) {
+        if p0 + per <= end && (per_source || buckets.div_rem(w, p0).1 + per <= buckets.get()) {
             let u0 = unit(s0, p0);
             for k in 0..per {
-                let x = to_value::<T>(BOUND, level(k), u0, divisor);
+                let x = to_value::<T, MODE>(level(k), u0, divisor);
                 vector |= (x.to_bits64() as u128) << (8 * size_of::<T::Bits>() * k);
             }
         } else {
             for k in 0..per {
                 let (s, p) = place(i0 + k);
-                let x = to_value::<T>(BOUND, level(k), unit(s, p), divisor);
+                let x = to_value::<T, MODE>(level(k), unit(s, p), divisor);
                 vector |= (x.to_bits64() as u128) << (8 * size_of::<T::Bits>() * k);
             }
         }

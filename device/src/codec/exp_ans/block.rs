@@ -48,8 +48,9 @@ use crate::bits::lanes_below;
 use crate::block::{block_exclusive_scan, block_max, block_sum, shared_u8, Region, Scratch, REDUCE_WORDS};
 use crate::codec::block_frame::{BlockCoder, MAX_FRAME_WORDS};
 use crate::codec::{CodecId, Coded, LaneOut, OutOfSpace};
+use crate::divisor::{quotient, reciprocal};
 use crate::frame::FrameError;
-use zipcoll_targets::{AtomicOrder, Scope, Thread, Warp};
+use zipcoll_targets::{AtomicOrder, Scope, Warp};
 
 /// Symbols of a segment: 256 rounds of 32 (128 bytes of states per 8192 symbols).
 pub const SEGMENT_WORDS: usize = 8192;
@@ -103,20 +104,6 @@ pub struct Encoder {
 const fn table_bytes(k: usize) -> (usize, usize) {
     let t = 3 * k + 3;
     (t, t.div_ceil(4) * 4)
-}
-
-/// Granlund-Montgomery division by `freq` (`1..=2^11`): the reciprocal and `l`.
-fn divisor(freq: u32) -> (u32, u32) {
-    let l = 32 - (freq - 1).leading_zeros();
-    let m = ((1u64 << 32) * ((1u64 << l) - freq as u64) / freq as u64 + 1) as u32;
-    (m, l)
-}
-
-/// `x / freq` from [`divisor`]'s `m` and `l`, exact for every u32 `x`.
-#[inline(always)]
-fn divide<W: Thread>(w: W, x: u32, m: u32, l: u32) -> u32 {
-    let t = w.mul_hi(m, x);
-    (t + ((x - t) >> l.min(1))) >> l.max(1).saturating_sub(1)
 }
 
 /// Shared atomic add of 1 (block scope).
@@ -419,7 +406,7 @@ fn build_table<W: Warp>(w: W, enc: Encoder, words: usize, bits: u32, out: LaneOu
         let at = carry.wrapping_add(before);
         let (cum, rank) = (at & 0xFFFF, (at >> 16) as usize);
         if c > 0 {
-            let (m, l) = divisor(freq);
+            let (m, l) = reciprocal(freq);
             // SAFETY: symbol `t`'s entry, written by this thread only.
             unsafe { enc.table.set(t, [m, freq | cum << 12 | l << 24]) };
             // SAFETY: byte `1 + rank` and u16 `cum[rank]` belong to the symbol of that rank.
@@ -533,7 +520,7 @@ fn code_segment<W: Warp>(
                 x >>= WORD_BITS;
             }
             cursor += mask.count_ones();
-            let q = divide(w, x, m, l);
+            let q = quotient(x, w.mul_hi(m, x), l);
             let coded = (q << PROB_BITS).wrapping_add(x - q * freq).wrapping_add(cum);
             x = if active { coded } else { x };
             // lane l < 32: the state of stream l with the symbols of rounds `round..` coded
@@ -828,38 +815,4 @@ fn decode_segments<W: Warp>(
         seg += w.warps_per_block() as usize;
     }
     None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{divide, divisor};
-
-    /// A thread with the portable `Thread` defaults (what the simulator and AMD run).
-    #[derive(Clone, Copy)]
-    struct Portable;
-    impl zipcoll_targets::Thread for Portable {}
-
-    #[test]
-    fn division_by_reciprocal_is_exact() {
-        let mut x = 0x1234_5678_9ABC_DEF0u64;
-        for freq in 1..=2048u32 {
-            let (m, l) = divisor(freq);
-            let edges = [
-                0,
-                1,
-                freq - 1,
-                freq,
-                freq + 1,
-                u32::MAX,
-                u32::MAX - 1,
-                (freq << 21).wrapping_sub(1),
-            ];
-            for v in edges.into_iter().chain((0..200).map(|_| {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                (x >> 32) as u32
-            })) {
-                assert_eq!(divide(Portable, v, m, l), v / freq, "{v} / {freq}");
-            }
-        }
-    }
 }

@@ -14,6 +14,9 @@ use zipcoll_primitives::kernels::lossy::{REJECTED_WORDS, STAT_WORDS};
 /// Elements per statistics record under the error bound (QSGD: its bucket).
 const BOUND_BUCKET: usize = 4096;
 
+/// Bytes of one statistics record: [`STAT_WORDS`] `f32`s.
+const RECORD_BYTES: usize = STAT_WORDS * 4;
+
 /// Whether `coll` reduces (one agreed scale) rather than moves (each source rank's scales).
 fn reduces(coll: Coll) -> bool {
     matches!(
@@ -39,12 +42,13 @@ struct Scale {
 pub(super) enum Exact {
     /// A NaN or an infinity.
     NotFinite,
-    /// The bound is too fine for the range (or no positive bound comes from it).
+    /// The bound is too fine for the range (or no positive bound comes from it), or a QSGD
+    /// bucket's norm is past `f32` or too small for its levels (`levels / norm` overflows).
     TooFine,
 }
 
-/// The scale of a source from its statistics `records` under `lossy` (not exact), or why the
-/// source must travel exactly.
+/// The scale of a source from its statistics `records` under `lossy` (a relative bound or
+/// QSGD: an absolute bound takes no statistics), or why the source must travel exactly.
 fn scale_of(lossy: Lossy, records: &[f32]) -> std::result::Result<Scale, Exact> {
     let (mut hi, mut neg_lo, mut bad) = (f32::NEG_INFINITY, f32::NEG_INFINITY, false);
     for r in records.chunks_exact(STAT_WORDS) {
@@ -57,16 +61,21 @@ fn scale_of(lossy: Lossy, records: &[f32]) -> std::result::Result<Scale, Exact> 
     }
     let biggest = hi.max(neg_lo).max(0.0);
     let eb = match lossy {
-        Lossy::ErrorBound(Bound::Abs(eb)) => eb,
         // all zeros (or no element): any bound serves
         Lossy::ErrorBound(Bound::Rel(rel)) => relative_to_range(rel, -neg_lo, hi)
             .or((biggest == 0.0).then_some(1.0))
             .ok_or(Exact::TooFine)?,
         _ => {
-            return Ok(Scale {
-                eb: 0.0,
-                qmax: lossy.levels() as u64,
-            })
+            // QSGD: every bucket's levels must come from its norm (`qsgd::scale`), or it is 0
+            let levels = lossy.levels();
+            let scales = |r: &[f32]| r[3] == 0.0 || (r[3].is_finite() && (levels as f32 / r[3]).is_finite());
+            return match records.chunks_exact(STAT_WORDS).all(scales) {
+                true => Ok(Scale {
+                    eb: 0.0,
+                    qmax: levels as u64,
+                }),
+                false => Err(Exact::TooFine),
+            };
         }
     };
     let qmax = (biggest as f64 / (2.0 * eb as f64)).floor() + 1.0;
@@ -176,7 +185,6 @@ impl Communicator {
             _ => BOUND_BUCKET,
         };
         let records = c.n.div_ceil(bucket);
-        let record_bytes = STAT_WORDS * 4;
         // the levels of a sum of `terms` ranks add up
         let terms = match reducing && matches!(op, ReduceOp::Sum | ReduceOp::Avg) {
             true => k as u64,
@@ -199,7 +207,7 @@ impl Communicator {
                 };
                 (None, vec![scale; sources])
             }
-            _ => match self.agree_on_statistics(&c, lossy, has_input, reducing, terms, bucket)? {
+            _ => match self.agree_on_statistics(&c, lossy, (has_input, reducing, terms), (bucket, records))? {
                 Ok((stats, scales)) => (Some(stats), scales),
                 Err(why) => {
                     self.lossy.travels_exactly(why);
@@ -219,7 +227,7 @@ impl Communicator {
 
         // 3. quantize this rank's input with its source's scale
         let own = if reducing { scales[0] } else { scales[me] };
-        let own_records = if reducing { 0 } else { me * records * record_bytes };
+        let own_records = if reducing { 0 } else { me * records * RECORD_BYTES };
         let seed = match lossy {
             Lossy::Qsgd { seed, .. } => mix(seed ^ mix(((me as u64) << 40) ^ call)),
             _ => 0,
@@ -304,7 +312,7 @@ impl Communicator {
                 n: n_out,
                 block,
                 first,
-                stats: stats_at(source * records * record_bytes),
+                stats: stats_at(source * records * RECORD_BYTES),
                 records,
                 how,
                 ebs: ebs_buf.ptr().wrapping_add(source * 4),
@@ -327,22 +335,19 @@ impl Communicator {
         }
     }
 
-    /// Steps 1 and 2 under a relative bound or QSGD: the statistics of this rank's input, their
-    /// exchange (a max-all_reduce for a reduction, an all_gather for the moves), and from them
-    /// each source's scale, or why the call travels exactly, alike on every rank.
+    /// Steps 1 and 2 under a relative bound or QSGD: the statistics of this rank's input (in
+    /// `records` buckets of `bucket` elements), their exchange (a max-all_reduce for a
+    /// reduction, an all_gather for the moves), and from them each source's scale, or why the
+    /// call travels exactly, alike on every rank. `terms` is the ranks a sum adds (else 1).
     fn agree_on_statistics(
         &self,
         c: &Prepared,
         lossy: Lossy,
-        has_input: bool,
-        reducing: bool,
-        terms: u64,
-        bucket: usize,
+        (has_input, reducing, terms): (bool, bool, u64),
+        (bucket, records): (usize, usize),
     ) -> Result<std::result::Result<(DeviceBuffer, Vec<Scale>), Exact>> {
         let (k, coll, dtype) = (self.nranks, c.coll, c.dtype);
-        let records = c.n.div_ceil(bucket);
-        let record_bytes = STAT_WORDS * 4;
-        let mut mine = self.alloc(records * record_bytes)?;
+        let mut mine = self.alloc(records * RECORD_BYTES)?;
         if has_input {
             // SAFETY: `c.src` holds `c.n` elements (checked by `prepare`), `mine` the records.
             unsafe { kernels::stats(self.links.engine(), dtype, c.src, c.n, bucket, mine.ptr()) }?;
@@ -357,7 +362,7 @@ impl Communicator {
             )?;
             mine
         } else {
-            let mut all = self.alloc(k * records * record_bytes)?;
+            let mut all = self.alloc(k * records * RECORD_BYTES)?;
             self.all_gather(
                 Data::OutOfPlace {
                     src: &mine,

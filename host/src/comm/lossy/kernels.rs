@@ -152,14 +152,15 @@ pub(super) struct Quantizing {
 /// `q.stats` the records of `ceil(n / bucket)` buckets, in the engine's memory, alive and
 /// untouched by others until the launch has run.
 pub(super) unsafe fn quantize((engine, backend): (&Engine, Backend), dtype: DType, q: Quantizing) -> Result<()> {
+    let threads = vectors(dtype, q.n);
     let Some((gpu, stream)) = gpu(engine) else {
         /// The simulator's launch.
-        unsafe fn sim<const W: u32, T: F32Exact>(q: Quantizing) -> Result<()> {
+        unsafe fn sim<const W: u32, T: F32Exact>(q: Quantizing, threads: usize) -> Result<()> {
             let pi = SharedPtr(q.input.cast_mut().cast::<T::Bits>());
             let ps = SharedPtr(q.stats.cast_mut().cast::<f32>());
             let (po, pr) = (SharedPtr(q.out.cast::<i8>()), SharedPtr(q.rejected.cast::<u32>()));
             let Levels { levels, bucket, seed } = q.how;
-            run::<W>(config::<W>(q.n.div_ceil(lossy::per_vector::<T>())), |w| {
+            run::<W>(config::<W>(threads), |w| {
                 let (i, s, o, r) = (pi.get(), ps.get(), po.get(), pr.get());
                 // SAFETY: the caller's contract; each element is one thread's, `rejected` is
                 // stored atomically.
@@ -167,7 +168,7 @@ pub(super) unsafe fn quantize((engine, backend): (&Engine, Backend), dtype: DTyp
             })
         }
         // SAFETY: forwarded.
-        return unsafe { on_sim!(dtype, backend, sim(q)) };
+        return unsafe { on_sim!(dtype, backend, sim(q, threads)) };
     };
     let f = gpu.registry().function::<Quantize>(Some(dtype), None)?;
     let (input, stats, out, rejected) = (q.input as u64, q.stats as u64, q.out as u64, q.rejected as u64);
@@ -182,7 +183,7 @@ pub(super) unsafe fn quantize((engine, backend): (&Engine, Backend), dtype: DTyp
         .arg(&q.qmax);
     launch.arg(&levels).arg(&seed).arg(&out).arg(&rejected);
     // SAFETY: the entry point's parameters in this order, as the caller's contract describes.
-    unsafe { launch.launch(grid(vectors(dtype, q.n))) }.map_err(cuda_error("cuLaunchKernel"))?;
+    unsafe { launch.launch(grid(threads)) }.map_err(cuda_error("cuLaunchKernel"))?;
     Ok(())
 }
 
@@ -211,9 +212,10 @@ pub(super) struct Dequantizing {
 /// error bound) or `d.stats` every source's records (QSGD), in the engine's memory, alive and
 /// untouched by others until the launch has run; `block`, `bucket >= 1`.
 pub(super) unsafe fn dequantize((engine, backend): (&Engine, Backend), dtype: DType, d: Dequantizing) -> Result<()> {
+    let threads = vectors(dtype, d.n);
     let Some((gpu, stream)) = gpu(engine) else {
         /// The simulator's launch.
-        unsafe fn sim<const W: u32, T: F32Exact>(d: Dequantizing) -> Result<()> {
+        unsafe fn sim<const W: u32, T: F32Exact>(d: Dequantizing, threads: usize) -> Result<()> {
             let (pi, ps) = (
                 SharedPtr(d.input.cast_mut().cast::<i8>()),
                 SharedPtr(d.stats.cast_mut().cast::<f32>()),
@@ -223,7 +225,7 @@ pub(super) unsafe fn dequantize((engine, backend): (&Engine, Backend), dtype: DT
                 SharedPtr(d.out.cast::<T::Bits>()),
             );
             let Levels { levels, bucket, .. } = d.how;
-            run::<W>(config::<W>(d.n.div_ceil(lossy::per_vector::<T>())), |w| {
+            run::<W>(config::<W>(threads), |w| {
                 let (i, s, e, o) = (pi.get(), ps.get(), pe.get(), po.get());
                 // SAFETY: the caller's contract; each element is one thread's.
                 unsafe {
@@ -234,7 +236,7 @@ pub(super) unsafe fn dequantize((engine, backend): (&Engine, Backend), dtype: DT
             })
         }
         // SAFETY: forwarded.
-        return unsafe { on_sim!(dtype, backend, sim(d)) };
+        return unsafe { on_sim!(dtype, backend, sim(d, threads)) };
     };
     let f = gpu.registry().function::<Dequantize>(Some(dtype), None)?;
     let (input, stats, ebs, out) = (d.input as u64, d.stats as u64, d.ebs as u64, d.out as u64);
@@ -249,6 +251,6 @@ pub(super) unsafe fn dequantize((engine, backend): (&Engine, Backend), dtype: DT
         .arg(&d.records);
     launch.arg(&bucket).arg(&ebs).arg(&levels).arg(&d.divisor).arg(&out);
     // SAFETY: the entry point's parameters in this order, as the caller's contract describes.
-    unsafe { launch.launch(grid(vectors(dtype, d.n))) }.map_err(cuda_error("cuLaunchKernel"))?;
+    unsafe { launch.launch(grid(threads)) }.map_err(cuda_error("cuLaunchKernel"))?;
     Ok(())
 }

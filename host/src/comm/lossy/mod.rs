@@ -21,7 +21,8 @@
 //!    all_gather for the moves (each source rank's scales);
 //! 2. the host reads them (a lossy call waits for the device here): where any element is a NaN
 //!    or an infinity, or the bound is too fine for the data's range (a level, or for a sum of
-//!    `k` ranks `k` levels, beyond the `i8` levels' 127), the call travels exactly instead,
+//!    `k` ranks `k` levels, beyond the `i8` levels' 127; under QSGD, a bucket's norm past
+//!    `f32` or too small for its levels), the call travels exactly instead,
 //!    decided alike on every rank ([`LossyCounts`] says how often);
 //! 3. quantize, the collective on the levels (sum, max, min, or moved), scale back into the
 //!    output; the call returns once the result is in place (it checks that every element had a
