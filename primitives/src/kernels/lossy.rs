@@ -242,10 +242,11 @@ unsafe fn quantize_vectors<W: Warp, T: F32Exact, const QSGD: bool>(
         let i0 = per * v;
         // SAFETY: vector `v` of the aligned `vectors`.
         let vector = unsafe { load_vector(w, each.input, v) };
-        let (mut word, mut bad) = (0u64, 0u32);
+        // the levels as two 32-bit halves of one word (`f32`: the low half alone)
+        let (mut words, mut bad) = ([0u32; 2], 0u32);
         let mut put = |k: usize, q: Result<u8, u32>| {
             bad |= q.err().unwrap_or(0);
-            word |= (q.unwrap_or(0) as u64) << (8 * k);
+            words[k / 4] |= (q.unwrap_or(0) as u32) << (8 * (k % 4));
         };
         if !QSGD {
             for k in 0..per {
@@ -262,13 +263,9 @@ unsafe fn quantize_vectors<W: Warp, T: F32Exact, const QSGD: bool>(
                         let k = 2 * pair + h;
                         let x = T::to_f32(element::<T>(vector, k));
                         // a level is within `levels <= 127`; a non-finite element has none
-                        put(
-                            k,
-                            match x.is_finite() {
-                                true => Ok(qsgd::level_scaled(x, scale, levels, u) as i8 as u8),
-                                false => Err(2),
-                            },
-                        );
+                        // (`level_scaled` is computed for it too, branch-free, and dropped)
+                        let q = qsgd::level_scaled(x, scale, levels, u) as i8 as u8;
+                        put(k, if x.is_finite() { Ok(q) } else { Err(2) });
                     }
                 }
             } else {
@@ -284,8 +281,8 @@ unsafe fn quantize_vectors<W: Warp, T: F32Exact, const QSGD: bool>(
         // SAFETY: levels `i0 .. i0 + per` of the vectors, `per`-byte aligned.
         unsafe {
             match per {
-                4 => each.out.add(i0).cast::<u32>().write(word as u32),
-                _ => each.out.add(i0).cast::<u64>().write(word),
+                4 => each.out.add(i0).cast::<u32>().write(words[0]),
+                _ => each.out.add(i0).cast::<[u32; 2]>().write(words),
             }
         }
         v += stride;
@@ -321,18 +318,17 @@ pub unsafe fn dequantize<W: Warp, T: F32Exact>(
 ) {
     let (per, stride) = (per_vector::<T>(), w.global_threads());
     let (blocks, buckets) = (Divisor::new(block), Divisor::new(bucket));
-    // the unit of a level of `source` at position `p` of its input (see `to_value`): the
+    // the unit of a level of `source` in bucket `b` of its input (see `to_value`): the
     // source's bound, or QSGD's unit of the bucket
     // SAFETY: the source's entry, or the record of its bucket.
-    let unit = |source: usize, p: usize| unsafe {
+    let unit = |source: usize, b: usize| unsafe {
         match levels {
             0 => ebs.add(source).read(),
-            _ => {
-                let norm = stats
-                    .add(STAT_WORDS * (source * records + buckets.div(w, p)) + 3)
-                    .read();
-                qsgd_unit(norm, levels, divisor)
-            }
+            _ => qsgd_unit(
+                stats.add(STAT_WORDS * (source * records + b) + 3).read(),
+                levels,
+                divisor,
+            ),
         }
     };
     // element `i`'s source and position (one source, the reductions': no division)
@@ -367,12 +363,13 @@ pub unsafe fn dequantize<W: Warp, T: F32Exact>(
     let mut i = per * vectors + w.global_idx();
     while i < n {
         let (s, p) = place(i);
+        let u = unit(s, buckets.div(w, p));
         // SAFETY: `i < n`.
         let l = unsafe { input.add(i).read() } as i32;
         let x = match mode {
-            BOUND_SUM => to_value::<T, BOUND_SUM>(l, unit(s, p), divisor),
-            BOUND_AVERAGE => to_value::<T, BOUND_AVERAGE>(l, unit(s, p), divisor),
-            _ => to_value::<T, QSGD>(l, unit(s, p), divisor),
+            BOUND_SUM => to_value::<T, BOUND_SUM>(l, u, divisor),
+            BOUND_AVERAGE => to_value::<T, BOUND_AVERAGE>(l, u, divisor),
+            _ => to_value::<T, QSGD>(l, u, divisor),
         };
         // SAFETY: `i < n`.
         unsafe { out.add(i).write(x) };
@@ -401,7 +398,8 @@ fn to_value<T: F32Exact, const MODE: u8>(l: i32, u: f32, divisor: u32) -> T::Bit
 /// [`dequantize`]'s loop over this thread's vectors `v` (elements `per v ..` from one word of
 /// levels), compiled once per `MODE` (see [`to_value`]); a vector whose elements share one unit (one source and, under QSGD, one bucket:
 /// `shape` is the end `first + block` of a source's positions and whether the units are per
-/// source alone) unrolls its elements with that unit. `unit` and `place` are the kernel's.
+/// source alone) unrolls its elements with that unit. `unit` (of a source and a bucket) and
+/// `place` are the kernel's.
 ///
 /// # Safety
 /// `each`'s arrays are 16-byte aligned and hold `each.vectors` vectors of levels and elements.
@@ -420,36 +418,41 @@ unsafe fn dequantize_vectors<W: Warp, T: F32Exact, const MODE: u8>(
         // this thread: elements `i0 .. i0 + per` from one word of levels
         let i0 = per * v;
         let (s0, p0) = place(i0);
-        // SAFETY: levels `i0 .. i0 + per` of the vectors, `per`-byte aligned.
-        let word = unsafe {
+        // SAFETY: levels `i0 .. i0 + per` of the vectors, `per`-byte aligned: one or two
+        // 32-bit words
+        let halves = unsafe {
             match per {
-                4 => each.input.add(i0).cast::<u32>().read() as u64,
-                _ => each.input.add(i0).cast::<u64>().read(),
+                4 => [each.input.add(i0).cast::<u32>().read(), 0],
+                _ => each.input.add(i0).cast::<[u32; 2]>().read(),
             }
         };
-        let level = |k: usize| (word >> (8 * k)) as u8 as i8 as i32;
-        let mut vector = 0u128;
-        if p0 + per <= end && (per_source || buckets.div_rem(w, p0).1 + per <= buckets.get()) {
-            let u0 = unit(s0, p0);
+        let level = |k: usize| (halves[k / 4] >> (8 * (k % 4))) as u8 as i8 as i32;
+        // element `k`'s bits go to word `k / in_word` of the 16-byte vector
+        let (mut words, in_word) = ([0u32; 4], 4 / size_of::<T::Bits>());
+        let mut put = |k: usize, x: T::Bits| {
+            words[k / in_word] |= (x.to_bits64() as u32) << (8 * size_of::<T::Bits>() * (k % in_word));
+        };
+        // the first element's bucket, and whether the vector's elements share its unit
+        let (b0, one_unit) = match per_source {
+            true => (0, p0 + per <= end),
+            false => {
+                let (b, r) = buckets.div_rem(w, p0);
+                (b, p0 + per <= end && r + per <= buckets.get())
+            }
+        };
+        if one_unit {
+            let u0 = unit(s0, b0);
             for k in 0..per {
-                let x = to_value::<T, MODE>(level(k), u0, divisor);
-                vector |= (x.to_bits64() as u128) << (8 * size_of::<T::Bits>() * k);
+                put(k, to_value::<T, MODE>(level(k), u0, divisor));
             }
         } else {
             for k in 0..per {
                 let (s, p) = place(i0 + k);
-                let x = to_value::<T, MODE>(level(k), unit(s, p), divisor);
-                vector |= (x.to_bits64() as u128) << (8 * size_of::<T::Bits>() * k);
+                put(k, to_value::<T, MODE>(level(k), unit(s, buckets.div(w, p)), divisor));
             }
         }
-        let v4 = V4([
-            vector as u32,
-            (vector >> 32) as u32,
-            (vector >> 64) as u32,
-            (vector >> 96) as u32,
-        ]);
         // SAFETY: vector `v` of the aligned `vectors`.
-        unsafe { w.store_v4(each.out.cast::<V4>().add(v), v4) };
+        unsafe { w.store_v4(each.out.cast::<V4>().add(v), V4(words)) };
         v += stride;
     }
 }
