@@ -47,7 +47,13 @@ const ONE: u32 = 0x3F80_0000;
 /// The uniform draw in `[0, 1)` of element `index`: its half of [`uniforms`].
 #[inline(always)]
 pub fn uniform(seed: u64, index: u64) -> f32 {
-    uniforms(seed, index >> 1)[(index & 1) as usize]
+    // a select, not an index into the pair (which a GPU would put in local memory)
+    let [even, odd] = uniforms(seed, index >> 1);
+    if index & 1 == 0 {
+        even
+    } else {
+        odd
+    }
 }
 
 /// The level `q` in `-levels..=levels` of a finite `x` in a bucket of L2 norm `norm`, drawn so

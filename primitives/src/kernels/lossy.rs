@@ -242,11 +242,11 @@ unsafe fn quantize_vectors<W: Warp, T: F32Exact, const QSGD: bool>(
         let i0 = per * v;
         // SAFETY: vector `v` of the aligned `vectors`.
         let vector = unsafe { load_vector(w, each.input, v) };
-        // the levels as two 32-bit halves of one word (`f32`: the low half alone)
-        let (mut words, mut bad) = ([0u32; 2], 0u32);
+        // the levels as one word, by shifts (an array indexed by `k` would go to local memory)
+        let (mut word, mut bad) = (0u64, 0u32);
         let mut put = |k: usize, q: Result<u8, u32>| {
             bad |= q.err().unwrap_or(0);
-            words[k / 4] |= (q.unwrap_or(0) as u32) << (8 * (k % 4));
+            word |= (q.unwrap_or(0) as u64) << (8 * k);
         };
         if !QSGD {
             for k in 0..per {
@@ -281,8 +281,8 @@ unsafe fn quantize_vectors<W: Warp, T: F32Exact, const QSGD: bool>(
         // SAFETY: levels `i0 .. i0 + per` of the vectors, `per`-byte aligned.
         unsafe {
             match per {
-                4 => each.out.add(i0).cast::<u32>().write(words[0]),
-                _ => each.out.add(i0).cast::<[u32; 2]>().write(words),
+                4 => each.out.add(i0).cast::<u32>().write(word as u32),
+                _ => each.out.add(i0).cast::<u64>().write(word),
             }
         }
         v += stride;
@@ -418,20 +418,18 @@ unsafe fn dequantize_vectors<W: Warp, T: F32Exact, const MODE: u8>(
         // this thread: elements `i0 .. i0 + per` from one word of levels
         let i0 = per * v;
         let (s0, p0) = place(i0);
-        // SAFETY: levels `i0 .. i0 + per` of the vectors, `per`-byte aligned: one or two
-        // 32-bit words
-        let halves = unsafe {
+        // SAFETY: levels `i0 .. i0 + per` of the vectors, `per`-byte aligned.
+        let word = unsafe {
             match per {
-                4 => [each.input.add(i0).cast::<u32>().read(), 0],
-                _ => each.input.add(i0).cast::<[u32; 2]>().read(),
+                4 => each.input.add(i0).cast::<u32>().read() as u64,
+                _ => each.input.add(i0).cast::<u64>().read(),
             }
         };
-        let level = |k: usize| (halves[k / 4] >> (8 * (k % 4))) as u8 as i8 as i32;
-        // element `k`'s bits go to word `k / in_word` of the 16-byte vector
-        let (mut words, in_word) = ([0u32; 4], 4 / size_of::<T::Bits>());
-        let mut put = |k: usize, x: T::Bits| {
-            words[k / in_word] |= (x.to_bits64() as u32) << (8 * size_of::<T::Bits>() * (k % in_word));
-        };
+        let level = |k: usize| (word >> (8 * k)) as u8 as i8 as i32;
+        // element `k`'s bits at bit `8 size k` of the 16-byte vector (shifts, not an array
+        // indexed by `k`: the slow path's loop is not unrolled, and would put it in local memory)
+        let mut vector = 0u128;
+        let mut put = |k: usize, x: T::Bits| vector |= (x.to_bits64() as u128) << (8 * size_of::<T::Bits>() * k);
         // the first element's bucket, and whether the vector's elements share its unit
         let (b0, one_unit) = match per_source {
             true => (0, p0 + per <= end),
@@ -451,8 +449,14 @@ unsafe fn dequantize_vectors<W: Warp, T: F32Exact, const MODE: u8>(
                 put(k, to_value::<T, MODE>(level(k), unit(s, buckets.div(w, p)), divisor));
             }
         }
+        let v4 = V4([
+            vector as u32,
+            (vector >> 32) as u32,
+            (vector >> 64) as u32,
+            (vector >> 96) as u32,
+        ]);
         // SAFETY: vector `v` of the aligned `vectors`.
-        unsafe { w.store_v4(each.out.cast::<V4>().add(v), V4(words)) };
+        unsafe { w.store_v4(each.out.cast::<V4>().add(v), v4) };
         v += stride;
     }
 }
