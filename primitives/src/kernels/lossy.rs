@@ -17,7 +17,8 @@
 //!
 //! A statistics record of a bucket holds its largest finite element (`-inf` if none), the
 //! negated smallest, 1.0 if it holds a NaN or an infinity (else 0.0), and the L2 norm of its
-//! finite elements; the records of several ranks combine by `max`, element by element (the
+//! finite elements (each vector's squares summed in `f32`, and never below the largest `|x|`,
+//! so that QSGD's levels stay within `s` whatever the rounding); the records of several ranks combine by `max`, element by element (the
 //! QSGD norm every rank quantizes a bucket with is then the largest rank's, which keeps every
 //! element within it: still unbiased).
 
@@ -88,25 +89,38 @@ pub unsafe fn lossy_stats<W: Warp, T: F32Exact>(w: W, input: *const T::Bits, n: 
         // each lane: the max, -min, non-finite flag and sum of squares of its elements: vectors
         // `lane, lane + WIDTH, ..` of the bucket, then elements `start + per vectors + lane, ..`
         let (mut hi, mut lo, mut bad, mut squares) = (f32::NEG_INFINITY, f32::NEG_INFINITY, 0.0f32, 0.0f64);
-        let mut add = |bits: T::Bits| {
-            let x = T::to_f32(bits);
-            if x.is_finite() {
-                hi = hi.max(x);
-                lo = lo.max(-x);
-                squares += x as f64 * x as f64;
-            } else {
-                bad = 1.0;
-            }
+        // `x`'s share of the record but its square, which the caller adds; whether it is finite
+        let mut see = |x: f32| {
+            let finite = x.is_finite();
+            hi = if finite { hi.max(x) } else { hi };
+            lo = if finite { lo.max(-x) } else { lo };
+            bad = if finite { bad } else { 1.0 };
+            finite
         };
         let mut v = w.lane_id() as usize;
         while v < vectors {
             // SAFETY: vector `v` of the bucket's aligned `vectors`.
             let vector = unsafe { load_vector(w, at, v) };
+            // the vector's squares summed in `f32`, one `f64` add per vector (the norm is a
+            // scale, and is at least the largest |x| below); where they overflow `f32` (an
+            // element past 1.8e19), in `f64` again
+            let mut part = 0.0f32;
             for k in 0..per {
-                add(element::<T>(vector, k));
+                let x = T::to_f32(element::<T>(vector, k));
+                part += if see(x) { x * x } else { 0.0 };
             }
+            squares += match part.is_finite() {
+                true => part as f64,
+                false => squares_f64::<T>(vector),
+            };
             v += lanes;
         }
+        let mut add = |bits: T::Bits| {
+            let x = T::to_f32(bits);
+            if see(x) {
+                squares += x as f64 * x as f64;
+            }
+        };
         let mut i = start + per * vectors + w.lane_id() as usize;
         while i < end {
             // SAFETY: `i < n`.
@@ -119,7 +133,9 @@ pub unsafe fn lossy_stats<W: Warp, T: F32Exact>(w: W, input: *const T::Bits, n: 
         let bad = f32::from_bits(warp_all_reduce::<W, F32, _>(w, max, bad.to_bits()));
         let squares = f64::from_bits(warp_all_reduce::<W, F64, _>(w, sum, squares.to_bits()));
         if w.lane_id() == 0 {
-            let record = [hi, lo, bad, norm_from_squares(squares)];
+            // the norm at least every |x|, whatever the sums' rounding: QSGD's levels stay
+            // within `s` (`-inf` where the bucket has no finite element)
+            let record = [hi, lo, bad, norm_from_squares(squares).max(hi).max(lo)];
             for (k, v) in record.into_iter().enumerate() {
                 // SAFETY: record `b` of `ceil(n / bucket)`.
                 unsafe { stats.add(STAT_WORDS * b + k).write(v) };
@@ -127,6 +143,17 @@ pub unsafe fn lossy_stats<W: Warp, T: F32Exact>(w: W, input: *const T::Bits, n: 
         }
         b += warps;
     }
+}
+
+/// The squares of `vector`'s finite elements summed in `f64` ([`lossy_stats`]' cold path).
+#[cold]
+#[inline(never)]
+fn squares_f64<T: F32Exact>(vector: u128) -> f64 {
+    (0..per_vector::<T>())
+        .map(|k| T::to_f32(element::<T>(vector, k)))
+        .filter(|x| x.is_finite())
+        .map(|x| x as f64 * x as f64)
+        .sum()
 }
 
 /// Quantizes the `n` elements at `input` into `i8` levels at `out`: under the error bound `eb`
