@@ -11,6 +11,7 @@
 //! | `bound_values_in_f32_equal_the_f64_values` | `lossy::levels::bound_value` (the dequantize kernel's `f32` path) equals `value` bit for bit for f32, bf16 and f16: every `i8` sum of up to 8 ranks and random sums past 2^24, bounds in every binade of f32 (where `2 eb` overflows too) and random ones |
 //! | `integers_become_exact_f32s_without_a_conversion` | `lossy::levels::exact_f32` equals `as f32` for every integer of its bit trick, its edges and the extremes |
 //! | `qsgd_levels_without_conversions_equal_the_floor_reference` | `qsgd::level_scaled` against `floor` and conversions at every integer and half of `a` (one ulp either side) and draws either side of the fraction, and random values; degenerate norms give level 0 |
+//! | `norms_are_within_an_f32_ulp_of_the_square_root` | `qsgd::norm_from_squares` (five Newton steps in `f64`) against `f64::sqrt`, from the smallest `f32` square past `f32`'s largest norm |
 //! | `qsgd_draws_are_the_top_23_bits_of_each_half` | every draw in `[0, 1)`, a multiple of 2^-23, the element's own (`uniform`); their mean is 1/2 |
 //!
 //! `ZIPCOLL_LOSSY_F32_SAMPLES` raises the random f32 samples of both (10^8 ran on the build machine in
@@ -483,4 +484,23 @@ fn qsgd_draws_are_the_top_23_bits_of_each_half() {
         (mean - 0.5).abs() < 5.0 * 0.2887 / ((2 * pairs) as f64).sqrt(),
         "mean {mean}"
     );
+}
+
+#[test]
+fn norms_are_within_an_f32_ulp_of_the_square_root() {
+    let mut rng = Rng(41);
+    // sums of f32 squares: from the smallest subnormal's square (2e-90) past f32's largest
+    // norm, at random and at powers of two (the guess's edges)
+    let mut sums: Vec<f64> = (-298..256).map(|e| 2f64.powi(e)).collect();
+    sums.extend((0..100_000).map(|_| 2f64.powf(rng.below(554_000) as f64 / 1000.0 - 298.0)));
+    sums.extend([4.0, 2.0, 1.0, 9.0, 1e-89, f32::MAX as f64 * f32::MAX as f64]);
+    for s in sums {
+        let (got, want) = (qsgd::norm_from_squares(s) as f64, s.sqrt());
+        // one rounding to f32 (2^-24, or half the smallest subnormal) and the root's own
+        // error (below 2^-45)
+        let ulp = (want * (1.0 / (1u64 << 23) as f64)).max(f32::from_bits(1) as f64);
+        assert!((got - want).abs() <= ulp, "sqrt({s:e}): {got:e}");
+    }
+    assert_eq!(qsgd::norm_from_squares(0.0), 0.0);
+    assert_eq!(qsgd::norm_from_squares(f64::INFINITY), f32::INFINITY);
 }

@@ -24,11 +24,12 @@
 
 use core::mem::size_of;
 use zipcoll_codegen::kernel;
+use zipcoll_device::bits::warp_max_u32;
 use zipcoll_device::divisor::Divisor;
-use zipcoll_device::dtype::{Elem, F32Exact, F32, F64};
+use zipcoll_device::dtype::{Elem, F32Exact, F64};
 use zipcoll_device::lossy::levels::{bound_value, qsgd_unit, qsgd_value, value, BoundLevels};
 use zipcoll_device::lossy::qsgd::{self, norm_from_squares, uniforms};
-use zipcoll_device::reduce::{Max, RedOp, Sum};
+use zipcoll_device::reduce::{RedOp, Sum};
 use zipcoll_device::warp_reduce::warp_all_reduce;
 use zipcoll_targets::{Scope, Warp, Word, V4};
 
@@ -77,7 +78,7 @@ fn element<T: Elem>(vector: u128, k: usize) -> T::Bits {
 /// `bucket >= 1`. Launch whole warps (the warp reductions need every lane).
 #[kernel(dtype = [bf16, f16, f32], vendor = [nvptx])]
 pub unsafe fn lossy_stats<W: Warp, T: F32Exact>(w: W, input: *const T::Bits, n: usize, bucket: usize, stats: *mut f32) {
-    let (max, sum) = (Max::new::<F32>(1), Sum::new::<F64>(1));
+    let sum = Sum::new::<F64>(1);
     let (lanes, per) = (W::WIDTH as usize, per_vector::<T>());
     let warps = w.global_threads() / lanes;
     let mut b = w.global_idx() / lanes;
@@ -88,13 +89,13 @@ pub unsafe fn lossy_stats<W: Warp, T: F32Exact>(w: W, input: *const T::Bits, n: 
         let vectors = if aligned(at) { (end - start) / per } else { 0 };
         // each lane: the max, -min, non-finite flag and sum of squares of its elements: vectors
         // `lane, lane + WIDTH, ..` of the bucket, then elements `start + per vectors + lane, ..`
-        let (mut hi, mut lo, mut bad, mut squares) = (f32::NEG_INFINITY, f32::NEG_INFINITY, 0.0f32, 0.0f64);
+        let (mut hi, mut lo, mut bad, mut squares) = (f32::NEG_INFINITY, f32::NEG_INFINITY, false, 0.0f64);
         // `x`'s share of the record but its square, which the caller adds; whether it is finite
         let mut see = |x: f32| {
             let finite = x.is_finite();
             hi = if finite { hi.max(x) } else { hi };
             lo = if finite { lo.max(-x) } else { lo };
-            bad = if finite { bad } else { 1.0 };
+            bad |= !finite;
             finite
         };
         let mut v = w.lane_id() as usize;
@@ -127,10 +128,11 @@ pub unsafe fn lossy_stats<W: Warp, T: F32Exact>(w: W, input: *const T::Bits, n: 
             add(unsafe { input.add(i).read() });
             i += lanes;
         }
-        // every lane: the bucket's values
-        let hi = f32::from_bits(warp_all_reduce::<W, F32, _>(w, max, hi.to_bits()));
-        let lo = f32::from_bits(warp_all_reduce::<W, F32, _>(w, max, lo.to_bits()));
-        let bad = f32::from_bits(warp_all_reduce::<W, F32, _>(w, max, bad.to_bits()));
+        // every lane: the bucket's values (the maxima as integers that order as the values do,
+        // which any order of the butterfly takes to the same bits; `hi` and `lo` are not NaN)
+        let hi = unordered(warp_max_u32(w, ordered(hi)));
+        let lo = unordered(warp_max_u32(w, ordered(lo)));
+        let bad = w.any(W::FULL, bad) as u32 as f32;
         let squares = f64::from_bits(warp_all_reduce::<W, F64, _>(w, sum, squares.to_bits()));
         if w.lane_id() == 0 {
             // the norm at least every |x|, whatever the sums' rounding: QSGD's levels stay
@@ -143,6 +145,23 @@ pub unsafe fn lossy_stats<W: Warp, T: F32Exact>(w: W, input: *const T::Bits, n: 
         }
         b += warps;
     }
+}
+
+/// `x` (not NaN) as a `u32` that orders as `x` does (`-0.0` below `+0.0`).
+#[inline(always)]
+fn ordered(x: f32) -> u32 {
+    let b = x.to_bits();
+    if b >> 31 == 1 {
+        !b
+    } else {
+        b | 1 << 31
+    }
+}
+
+/// The `f32` that [`ordered`] took to `k`.
+#[inline(always)]
+fn unordered(k: u32) -> f32 {
+    f32::from_bits(if k >> 31 == 1 { k & !(1 << 31) } else { !k })
 }
 
 /// The squares of `vector`'s finite elements summed in `f64` ([`lossy_stats`]' cold path).
