@@ -31,7 +31,7 @@
 # | premulsum   | `zipcoll-comm premulsum` over P2P (COMM_RANKS ranks, default 2): PreMulSum with the scalar by value and in device memory, every dtype, against the reference bit for bit |
 # | dtypes      | `zipcoll-comm check --quick` over P2P (COMM_RANKS ranks, default 2) of the uncoded dtypes (i8 u8 i32 u32 i64 u64 f64) with every op, integer avg included, compression off and auto |
 # | int_codecs  | the coded integers (i8, u8, i32, u32): `zipcoll-bench crosscheck` of warp and block frames (INT_SIZES, default 256K,12345), `zipcoll-comm check --quick` over P2P and NET with the ops of INT_OPS (default every op), compression off, expans, expwindow and auto, and `zipcoll-perf` over NET of i32 (N(0, 100^2)) all_reduce, all_gather and sendrecv (INT_PERF_SIZES, default 64 MiB) with off, expans and auto under ZIPCOLL_NET_RATE_LIMIT=INT_NET_LIMIT (default none) |
-# | lossy       | `zipcoll-comm lossy` over P2P and NET (COMM_RANKS ranks, default 2; LOSSY_COUNT elements per block, default 100000): every lossy call within its bound and byte-identical to the simulator's; `zipcoll-perf` all_reduce of f32 over NET (LOSSY_PERF_SIZES, default 64 MiB) with off, auto and three lossy policies (abs 0.1, rel 1e-2, QSGD 4 bits: coarse enough for 8-bit levels) for each ZIPCOLL_NET_RATE_LIMIT of LOSSY_NET_LIMITS (default `none 11921M`: none and 12.5 GB/s, 100 Gb/s) |
+# | lossy       | `zipcoll-comm lossy` over P2P and NET (COMM_RANKS ranks, default 2; LOSSY_COUNT elements per block, default 100000): every lossy call within its bound and byte-identical to the simulator's; `zipcoll-perf` all_reduce of f32 over NET (LOSSY_PERF_SIZES, default 64 MiB) with off, auto and three lossy policies (abs 0.1, rel 1e-2, QSGD 4 bits: coarse enough for 8-bit levels) for each ZIPCOLL_NET_RATE_LIMIT of LOSSY_NET_LIMITS (default `none 11921M`: none and 12.5 GB/s, 100 Gb/s), and beside it the levels' collective alone (an i8 all_reduce of LOSSY_LEVELS_SIZES, default 16 MiB: the levels of 64 MiB of f32; off and auto) |
 # | lossy_ncu   | the quantizer kernels (lossy_stats, quantize, dequantize) under ncu in a 256 MiB f32 lossy all_reduce over P2P (abs 0.1 and QSGD 4 bits): time, DRAM bytes, instructions and fp64-pipe use per launch; beside it `zipcoll-bench codec`'s device memcpy of 256 MiB as the ceiling. Not under MPS=1 (ncu cannot profile MPS clients) |
 # | lossy_grads | NCCLZ's Table I on real gradients: `zipcoll inspect --lossy` (each spec of LOSSY_GRADS_SPECS, default rel 1e-4 and 1e-3, QSGD 8 and 4 bits) on every LOSSY_GRADS_EVERY-th frame (default 8: 68 MiB; the simulator codes ~3.5 MB/s) of the fp32 gradients of benches/gpu/make_tensors.py's small GPT (written to /tmp) |
 # | p2p_cycles  | over P2P: `zipcoll-comm cycles` (CYCLES, default 1000, init/abort cycles; open files, threads, resident memory and cuMemGetInfo before and after) |
@@ -222,6 +222,9 @@ for step in $STEPS; do
         run "lossy_perf_net_${lim//./_}" env ZIPCOLL_NET_RATE_LIMIT=$lim .gpu/bin/zipcoll-perf all_reduce -d f32 \
           ${LOSSY_PERF_SIZES:--b 64M -e 64M} -n 5 -w 2 --ranks ${COMM_RANKS:-2} --transport net \
           --compression off,auto,lossy:error-bound:abs=0.1,lossy:error-bound:rel=1e-2,lossy:qsgd:bits=4
+        # the levels' collective alone: an i8 all_reduce of as many elements as 64 MiB of f32 (16 MiB)
+        run "lossy_levels_net_${lim//./_}" env ZIPCOLL_NET_RATE_LIMIT=$lim .gpu/bin/zipcoll-perf all_reduce -d i8 \
+          ${LOSSY_LEVELS_SIZES:--b 16M -e 16M} -n 5 -w 2 --ranks ${COMM_RANKS:-2} --transport net --compression off,auto
       done ;;
     lossy_ncu)
       [ "${MPS:-}" = 1 ] && { echo "gpu-run.sh: lossy_ncu cannot run under MPS=1 (ncu does not profile MPS clients)" >&2; exit 2; }

@@ -338,8 +338,8 @@ unsafe fn quantize_vectors<W: Warp, T: F32Exact, const QSGD: bool>(
 /// Scales the `n` combined `i8` levels at `input` back into elements at `out`.
 /// The output is made of sources of `block` elements each: element `i` comes from source
 /// `i / block`, at position `p = first + i % block` of that source's input. Under the error
-/// bound (`levels == 0`) its unit is `2 ebs[i / block]`; under QSGD `norm / levels` with the
-/// norm of record `(i / block) * records + p / bucket` of `stats` (`records` per source). Every
+/// bound (`levels == 0`) its unit is `2 ebs[i / block]`; under QSGD [`qsgd_unit`] of the norm
+/// of record `(i / block) * records + p / bucket` of `stats` (`records` per source). Every
 /// value is divided by `divisor` (an average's rank count, else 1).
 ///
 /// # Safety
@@ -442,10 +442,10 @@ fn to_value<T: F32Exact, const MODE: u8>(l: i32, u: f32, divisor: u32) -> T::Bit
 }
 
 /// [`dequantize`]'s loop over this thread's vectors `v` (elements `per v ..` from one word of
-/// levels), compiled once per `MODE` (see [`to_value`]); a vector whose elements share one unit (one source and, under QSGD, one bucket:
-/// `shape` is the end `first + block` of a source's positions and whether the units are per
-/// source alone) unrolls its elements with that unit. `unit` (of a source and a bucket) and
-/// `place` are the kernel's.
+/// levels), compiled once per `MODE` (see [`to_value`]); a vector whose elements share one
+/// unit (one source and, under QSGD, one bucket: `shape` is the end `first + block` of a
+/// source's positions and whether the units are per source alone) unrolls its elements with
+/// that unit. `unit` (of a source and a bucket) and `place` are the kernel's.
 ///
 /// # Safety
 /// `each`'s arrays are 16-byte aligned and hold `each.vectors` vectors of levels and elements.
