@@ -9,7 +9,7 @@
 //! | `qsgd_is_deterministic_per_seed_and_escapes_non_finite` | same seed, same symbols; another seed, others; NaN and infinities escape and stay out of the norm |
 //! | `levels_hold_the_bound_exactly_and_are_the_nearest` | the collectives' integer levels (`lossy::levels::bound_level`) against an exact integer computation: every level's edges (one ulp either side) up to `MAX_LEVEL`, and random values, under bounds from 1e-30 to 1e30; the nearest level; non-finite values and bad bounds have none |
 //! | `bound_values_in_f32_equal_the_f64_values` | `lossy::levels::bound_value` (the dequantize kernel's `f32` path) equals `value` bit for bit for f32, bf16 and f16: every `i8` sum of up to 8 ranks and random sums past 2^24, bounds in every binade of f32 (where `2 eb` overflows too) and random ones |
-//! | `integers_become_exact_f32s_without_a_conversion` | `lossy::levels::exact_f32` equals `as f32` for every integer of its bit trick, its edges and the extremes |
+//! | `integers_become_exact_f32s_without_a_conversion` | `lossy::exact::exact_f32` equals `as f32` for every integer of its bit trick, its edges and the extremes |
 //! | `qsgd_levels_without_conversions_equal_the_floor_reference` | `qsgd::level_scaled` against `floor` and conversions at every integer and half of `a` (one ulp either side) and draws either side of the fraction, and random values; degenerate norms give level 0 |
 //! | `norms_are_within_an_f32_ulp_of_the_square_root` | `qsgd::norm_from_squares` (five Newton steps in `f64`) against `f64::sqrt`, from the smallest `f32` square past `f32`'s largest norm |
 //! | `qsgd_draws_are_the_top_23_bits_of_each_half` | every draw in `[0, 1)`, a multiple of 2^-23, the element's own (`uniform`); their mean is 1/2 |
@@ -387,7 +387,7 @@ fn bound_values_in_f32_equal_the_f64_values() {
 
 #[test]
 fn integers_become_exact_f32s_without_a_conversion() {
-    use zipcoll_device::lossy::levels::exact_f32;
+    use zipcoll_device::lossy::exact::exact_f32;
     // every integer the bit trick builds, both sides of where it stops, and the extremes
     for l in -(1 << 22) - 3..=(1 << 22) + 3 {
         assert_eq!(exact_f32(l).to_bits(), (l as f32).to_bits(), "{l}");

@@ -23,6 +23,7 @@
 //! assert!((sum - (0.304 - 1.2)).abs() <= 2.0 * eb + 1e-6);
 //! ```
 
+use super::exact::{exact_f32, round};
 pub use super::qsgd::level as qsgd_level;
 use crate::dtype::F32Exact;
 
@@ -108,13 +109,10 @@ impl BoundLevels {
     /// The level of `x` where the `f32` proof holds (see the type's docs), else `None`.
     #[inline(always)]
     pub fn proved(&self, x: f32) -> Option<i32> {
-        const ROUNDER: f32 = 12_582_912.0; // 1.5 x 2^23
         let (inverse, inner, limit) = self.fast?;
-        // `t` rounded to the integer `r` without a conversion: for `|t| < 2^22`, `big` holds it
-        // in its significand's low bits; elsewhere (and for NaN) `r` fails the limit below
-        let big = x * inverse + ROUNDER;
-        let r = big - ROUNDER;
-        let level = big.to_bits().wrapping_sub(ROUNDER.to_bits()) as i32;
+        // `t` rounded to the integer `r` without a conversion: for `|t| < 2^22` exactly; elsewhere
+        // (and for NaN) `r` fails the limit below
+        let (r, level) = round(x * inverse);
         (r.abs() <= limit && (x - r * (2.0 * self.eb)).abs() < inner).then_some(level)
     }
 }
@@ -125,18 +123,6 @@ impl BoundLevels {
 #[inline(never)]
 fn edge_level(x: f32, eb: f32, qmax: i32) -> Option<i32> {
     bound_level(x, eb, qmax)
-}
-
-/// The exact `f32` of an integer `l`: for `|l| < 2^22` built from its bits (`1.5 x 2^23 + l` has
-/// `l` in its significand), which a GPU runs on its integer and `f32` pipes instead of its
-/// slower conversion pipe; `l as f32` elsewhere.
-#[inline(always)]
-pub fn exact_f32(l: i32) -> f32 {
-    const ROUNDER: f32 = 12_582_912.0; // 1.5 x 2^23
-    match l.unsigned_abs() < 1 << 22 {
-        true => f32::from_bits(ROUNDER.to_bits().wrapping_add(l as u32)) - ROUNDER,
-        false => l as f32,
-    }
 }
 
 /// [`value`]`(sum, 2 eb, 1)` in `f32` alone where `2 eb` is a finite `f32` and `|sum| <= 2^24`

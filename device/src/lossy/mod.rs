@@ -16,6 +16,7 @@
 //! element's index), so the GPU and the simulator produce the same symbols.
 
 pub mod error_bound;
+pub mod exact;
 pub mod levels;
 pub mod qsgd;
 

@@ -21,6 +21,7 @@
 //! ```
 
 use super::error_bound::ESCAPE;
+use super::exact::round;
 use crate::dtype::F32Exact;
 
 /// The most levels a symbol carries (`q` in `-127..=127`).
@@ -80,24 +81,23 @@ pub fn scale(norm: f32, levels: u32) -> f32 {
 /// kernel takes the scale once per bucket and draws a pair at once.
 #[inline(always)]
 pub fn level_scaled(x: f32, scale: f32, levels: u32, u: f32) -> i32 {
-    const ROUNDER: f32 = 8_388_608.0; // 2^23
+    round(level_f32(x, scale, levels, u)).1
+}
+
+/// [`level_scaled`] as the `f32` it is exactly (`-0.0` for a negative `x` of level 0), all in
+/// `f32` arithmetic: a kernel takes its byte with [`super::exact::integer_byte`], no conversion.
+#[inline(always)]
+pub fn level_f32(x: f32, scale: f32, levels: u32, u: f32) -> f32 {
     let s = levels as f32;
     // |x| <= norm, so a is in [0, s] up to rounding, which the clamp absorbs
     let a = (x.abs() * scale).min(s);
-    // floor(a) without a float-to-integer conversion: `a + 2^23` rounds `a` to an integer `near`
-    // (its significand's low bits, exactly, as a < 2^22), one too many where it rounded up
-    let big = a + ROUNDER;
-    let near = big - ROUNDER;
-    let over = near > a;
-    let low = if over { near - 1.0 } else { near };
-    let up = u < a - low;
-    let q = (big.to_bits() - ROUNDER.to_bits()) as i32 - over as i32 + up as i32;
-    let q = q.min(levels as i32);
-    if x < 0.0 {
-        -q
-    } else {
-        q
-    }
+    // floor(a): `a` rounded to an integer (exact: a < 2^22), one less where it rounded up
+    let near = round(a).0;
+    let low = if near > a { near - 1.0 } else { near };
+    // one up with probability a - low (exact); then low + 1 <= s, as a < low + 1 <= s unless
+    // a == low
+    let q = if u < a - low { low + 1.0 } else { low };
+    q.copysign(x)
 }
 
 /// The symbol of element `x` (index `index` in the call) of a bucket whose finite elements have

@@ -27,6 +27,7 @@ use zipcoll_codegen::kernel;
 use zipcoll_device::bits::warp_max_u32;
 use zipcoll_device::divisor::Divisor;
 use zipcoll_device::dtype::{Elem, F32Exact, F64};
+use zipcoll_device::lossy::exact::integer_byte;
 use zipcoll_device::lossy::levels::{bound_value, qsgd_unit, qsgd_value, value, BoundLevels};
 use zipcoll_device::lossy::qsgd::{self, norm_from_squares, uniforms};
 use zipcoll_device::reduce::{RedOp, Sum};
@@ -288,15 +289,24 @@ unsafe fn quantize_vectors<W: Warp, T: F32Exact, const QSGD: bool>(
         let i0 = per * v;
         // SAFETY: vector `v` of the aligned `vectors`.
         let vector = unsafe { load_vector(w, each.input, v) };
-        // the levels as one word, by shifts (an array indexed by `k` would go to local memory)
-        let (mut word, mut bad) = (0u64, 0u32);
-        let mut put = |k: usize, q: Result<u8, u32>| {
-            bad |= q.err().unwrap_or(0);
-            word |= (q.unwrap_or(0) as u64) << (8 * k);
+        // the levels as two 32-bit words (bytes 0-3 and 4-7), by shifts (an array indexed by
+        // `k` would go to local memory)
+        let (mut low, mut high, mut bad) = (0u32, 0u32, 0u32);
+        let mut put = |k: usize, byte: u32| match k < 4 {
+            true => low |= byte << (8 * k),
+            false => high |= byte << (8 * (k - 4)),
+        };
+        // a level's byte, or 0 and its reason's bit in `bad`
+        let mut byte = |q: Result<u8, u32>| match q {
+            Ok(q) => q as u32,
+            Err(reason) => {
+                bad |= reason;
+                0
+            }
         };
         if !QSGD {
             for k in 0..per {
-                put(k, level(i0 + k, element::<T>(vector, k), 0.0, false));
+                put(k, byte(level(i0 + k, element::<T>(vector, k), 0.0, false)));
             }
         } else {
             // the vector's bucket `b`, unless it straddles two
@@ -308,16 +318,19 @@ unsafe fn quantize_vectors<W: Warp, T: F32Exact, const QSGD: bool>(
                     for (h, &u) in draws.iter().enumerate() {
                         let k = 2 * pair + h;
                         let x = T::to_f32(element::<T>(vector, k));
-                        // a level is within `levels <= 127`; a non-finite element has none
-                        // (`level_scaled` is computed for it too, branch-free, and dropped)
-                        let q = qsgd::level_scaled(x, scale, levels, u) as i8 as u8;
-                        put(k, if x.is_finite() { Ok(q) } else { Err(2) });
+                        // a level is within `levels <= 127`, its byte taken without a
+                        // conversion; a non-finite element has none (`level_f32` is computed
+                        // for it too, branch-free, and dropped)
+                        let q = integer_byte(qsgd::level_f32(x, scale, levels, u)) as u32;
+                        let finite = x.is_finite();
+                        bad |= if finite { 0 } else { 2 };
+                        put(k, if finite { q } else { 0 });
                     }
                 }
             } else {
                 for k in 0..per {
                     let norm = norm_of(each.buckets.div(w, i0 + k));
-                    put(k, level(i0 + k, element::<T>(vector, k), norm, true));
+                    put(k, byte(level(i0 + k, element::<T>(vector, k), norm, true)));
                 }
             }
         }
@@ -327,8 +340,8 @@ unsafe fn quantize_vectors<W: Warp, T: F32Exact, const QSGD: bool>(
         // SAFETY: levels `i0 .. i0 + per` of the vectors, `per`-byte aligned.
         unsafe {
             match per {
-                4 => each.out.add(i0).cast::<u32>().write(word as u32),
-                _ => each.out.add(i0).cast::<u64>().write(word),
+                4 => each.out.add(i0).cast::<u32>().write(low),
+                _ => each.out.add(i0).cast::<u64>().write(low as u64 | (high as u64) << 32),
             }
         }
         v += stride;

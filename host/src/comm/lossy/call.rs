@@ -7,6 +7,7 @@ use crate::comm::{Communicator, Compression, Data, DeviceBuffer, Options, Prepar
 use crate::error::{Error, Result};
 use zipcoll_device::dtype::DType;
 use zipcoll_device::lossy::error_bound::relative_to_range;
+use zipcoll_device::lossy::qsgd;
 use zipcoll_device::reduce::ReduceOp;
 use zipcoll_primitives::collectives::Coll;
 use zipcoll_primitives::kernels::lossy::{REJECTED_WORDS, STAT_WORDS};
@@ -66,9 +67,9 @@ fn scale_of(lossy: Lossy, records: &[f32]) -> std::result::Result<Scale, Exact> 
             .or((biggest == 0.0).then_some(1.0))
             .ok_or(Exact::TooFine)?,
         _ => {
-            // QSGD: every bucket's levels must come from its norm (`qsgd::scale`), or it is 0
+            // QSGD: every bucket's levels must come from its norm (a nonzero scale), or it is 0
             let levels = lossy.levels();
-            let scales = |r: &[f32]| r[3] == 0.0 || (r[3].is_finite() && (levels as f32 / r[3]).is_finite());
+            let scales = |r: &[f32]| r[3] == 0.0 || qsgd::scale(r[3], levels) != 0.0;
             return match records.chunks_exact(STAT_WORDS).all(scales) {
                 true => Ok(Scale {
                     eb: 0.0,
