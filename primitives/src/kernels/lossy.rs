@@ -5,13 +5,14 @@
 //! | kernel           | threads                       | reads                 | writes                         |
 //! |------------------|-------------------------------|-----------------------|--------------------------------|
 //! | [`lossy_stats`]  | one warp per bucket (warp-stride), a lane per 16 bytes of elements | `n` elements | [`STAT_WORDS`] `f32`s per bucket: max, -min, non-finite, norm |
-//! | [`quantize`]     | one thread per 16 bytes of elements (grid-stride) | `n` elements, the bucket norms (QSGD) | `n` `i8` levels, [`REJECTED_WORDS`] rejection words |
+//! | [`quantize`]     | one thread per [`QUANTIZE_UNIT`] (8) elements (grid-stride) | `n` elements, the bucket norms (QSGD) | `n` `i8` levels, [`REJECTED_WORDS`] rejection words |
 //! | [`dequantize`]   | one thread per 16 bytes of elements (grid-stride) | `n` levels, the scales | `n` elements |
 //!
 //! Where the element array (and the levels) start 16-byte aligned, a thread reads or writes
-//! its elements as one 16-byte vector (4 `f32`s or 8 `bf16` / `f16`s, consecutive lanes on
-//! consecutive vectors) and their levels as one 4- or 8-byte word; the elements past the last
-//! whole vector, and every element of an unaligned array, go one per thread. Either way each
+//! its elements as 16-byte vectors (4 `f32`s or 8 `bf16` / `f16`s, consecutive lanes on
+//! consecutive vectors; [`quantize`] takes 8 elements at a time, two `f32` vectors) and their
+//! levels as one 4- or 8-byte word; the elements past the last whole unit, and every element
+//! of an unaligned array, go one per thread. Either way each
 //! element gets the same value, so the output depends neither on alignment nor on the target
 //! or the launch shape.
 //!
@@ -201,7 +202,7 @@ pub unsafe fn quantize<W: Warp, T: F32Exact>(
     out: *mut i8,
     rejected: *mut u32,
 ) {
-    let (per, stride) = (per_vector::<T>(), w.global_threads());
+    let stride = w.global_threads();
     let bound = BoundLevels::new(eb, qmax.min(i8::MAX as u32) as i32);
     let buckets = Divisor::new(bucket);
     // the QSGD norm of bucket `b`
@@ -227,21 +228,25 @@ pub unsafe fn quantize<W: Warp, T: F32Exact>(
             }
         }
     };
-    let vectors = if aligned(input) && aligned(out) { n / per } else { 0 };
+    let units = if aligned(input) && aligned(out) {
+        n / QUANTIZE_UNIT
+    } else {
+        0
+    };
     let each = Each {
         input,
         out,
-        vectors,
+        units,
         buckets,
     };
-    // SAFETY: the vectors of the aligned arrays, as above.
+    // SAFETY: the units of the aligned arrays, as above.
     unsafe {
         match levels {
-            0 => quantize_vectors::<W, T, false>(w, each, (levels, seed), level, norm_of, reject),
-            _ => quantize_vectors::<W, T, true>(w, each, (levels, seed), level, norm_of, reject),
+            0 => quantize_units::<W, T, false>(w, each, (levels, seed), level, norm_of, reject),
+            _ => quantize_units::<W, T, true>(w, each, (levels, seed), level, norm_of, reject),
         }
     }
-    let mut i = per * vectors + w.global_idx();
+    let mut i = QUANTIZE_UNIT * units + w.global_idx();
     while i < n {
         let norm = if levels == 0 { 0.0 } else { norm_of(buckets.div(w, i)) };
         // SAFETY: `i < n`.
@@ -255,26 +260,32 @@ pub unsafe fn quantize<W: Warp, T: F32Exact>(
     }
 }
 
-/// The 16-byte vectors one of [`quantize`]'s or [`dequantize`]'s threads takes: the arrays
-/// (16-byte aligned), the number of whole vectors, and the elements per bucket (a divisor).
+/// The whole units of elements one of [`quantize`]'s or [`dequantize`]'s threads takes at a
+/// time: the arrays (16-byte aligned), the number of units ([`QUANTIZE_UNIT`] elements for
+/// [`quantize`], a 16-byte vector for [`dequantize`]), and the elements per bucket (a divisor).
 #[derive(Clone, Copy)]
 struct Each<I, O> {
     input: *const I,
     out: *mut O,
-    vectors: usize,
+    units: usize,
     buckets: Divisor,
 }
 
-/// [`quantize`]'s loop over this thread's vectors `v` (elements `per v ..`, their levels one
-/// word), compiled once per quantizer (`QSGD`) so that each unrolls its elements with no test
-/// of the quantizer in it; under QSGD a vector within one bucket takes its norm's
-/// [`qsgd::scale`] once and draws its elements a pair at a time ([`uniforms`]: one hash per
-/// pair). `(levels, seed)` are QSGD's, `level`, `norm_of` and `reject` the kernel's.
+/// Elements a thread of [`quantize`] takes at a time: one 16-byte vector of `bf16` or `f16`,
+/// two of `f32`; their levels are one 8-byte word. (Under QSGD the unit's scale, a division,
+/// and its bucket's index are then one per 8 elements, not per 4.)
+pub const QUANTIZE_UNIT: usize = 8;
+
+/// [`quantize`]'s loop over this thread's units `v` (elements `8 v .. 8 v + 8`, one or two
+/// vectors, their levels one word), compiled once per quantizer (`QSGD`) so that each unrolls
+/// its elements with no test of the quantizer in it; under QSGD a unit within one bucket takes
+/// its norm's [`qsgd::scale`] once and draws its elements a pair at a time ([`uniforms`]: one
+/// hash per pair). `(levels, seed)` are QSGD's, `level`, `norm_of` and `reject` the kernel's.
 ///
 /// # Safety
-/// `each`'s arrays are 16-byte aligned and hold `each.vectors` vectors of elements and levels.
+/// `each`'s arrays are 16-byte aligned and hold `each.units` units of elements and levels.
 #[inline(always)]
-unsafe fn quantize_vectors<W: Warp, T: F32Exact, const QSGD: bool>(
+unsafe fn quantize_units<W: Warp, T: F32Exact, const QSGD: bool>(
     w: W,
     each: Each<T::Bits, i8>,
     (levels, seed): (u32, u64),
@@ -282,13 +293,25 @@ unsafe fn quantize_vectors<W: Warp, T: F32Exact, const QSGD: bool>(
     norm_of: impl Fn(usize) -> f32,
     reject: impl Fn(u32),
 ) {
+    const { assert!(QUANTIZE_UNIT == 8) };
     let (per, stride) = (per_vector::<T>(), w.global_threads());
     let mut v = w.global_idx();
-    while v < each.vectors {
-        // this thread: elements `i0 .. i0 + per` (`i0` even), their levels one word
-        let i0 = per * v;
-        // SAFETY: vector `v` of the aligned `vectors`.
-        let vector = unsafe { load_vector(w, each.input, v) };
+    while v < each.units {
+        // this thread: elements `i0 .. i0 + 8`, from vectors `8 v / per ..`
+        let i0 = QUANTIZE_UNIT * v;
+        let first = i0 / per;
+        // SAFETY: vector `first`, and for `f32` `first + 1`, of unit `v` of the aligned `units`.
+        let (vector, next) = unsafe {
+            match per {
+                4 => (load_vector(w, each.input, first), load_vector(w, each.input, first + 1)),
+                _ => (load_vector(w, each.input, first), 0),
+            }
+        };
+        // element `k` of the unit (`k` is a constant once the loops below unroll)
+        let elem = |k: usize| match k < per {
+            true => element::<T>(vector, k),
+            false => element::<T>(next, k - per),
+        };
         // the levels as two 32-bit words (bytes 0-3 and 4-7), by shifts (an array indexed by
         // `k` would go to local memory)
         let (mut low, mut high, mut bad) = (0u32, 0u32, 0u32);
@@ -305,19 +328,19 @@ unsafe fn quantize_vectors<W: Warp, T: F32Exact, const QSGD: bool>(
             }
         };
         if !QSGD {
-            for k in 0..per {
-                put(k, byte(level(i0 + k, element::<T>(vector, k), 0.0, false)));
+            for k in 0..QUANTIZE_UNIT {
+                put(k, byte(level(i0 + k, elem(k), 0.0, false)));
             }
         } else {
-            // the vector's bucket `b`, unless it straddles two
+            // the unit's bucket `b`, unless it straddles two
             let (b, r) = each.buckets.div_rem(w, i0);
-            if r + per <= each.buckets.get() {
+            if r + QUANTIZE_UNIT <= each.buckets.get() {
                 let scale = qsgd::scale(norm_of(b), levels);
-                for pair in 0..per / 2 {
+                for pair in 0..QUANTIZE_UNIT / 2 {
                     let draws = uniforms(seed, (i0 / 2 + pair) as u64);
                     for (h, &u) in draws.iter().enumerate() {
                         let k = 2 * pair + h;
-                        let x = T::to_f32(element::<T>(vector, k));
+                        let x = T::to_f32(elem(k));
                         // a level is within `levels <= 127`, its byte taken without a
                         // conversion; a non-finite element has none (`level_f32` is computed
                         // for it too, branch-free, and dropped)
@@ -328,22 +351,17 @@ unsafe fn quantize_vectors<W: Warp, T: F32Exact, const QSGD: bool>(
                     }
                 }
             } else {
-                for k in 0..per {
+                for k in 0..QUANTIZE_UNIT {
                     let norm = norm_of(each.buckets.div(w, i0 + k));
-                    put(k, byte(level(i0 + k, element::<T>(vector, k), norm, true)));
+                    put(k, byte(level(i0 + k, elem(k), norm, true)));
                 }
             }
         }
         if bad != 0 {
             reject(bad);
         }
-        // SAFETY: levels `i0 .. i0 + per` of the vectors, `per`-byte aligned.
-        unsafe {
-            match per {
-                4 => each.out.add(i0).cast::<u32>().write(low),
-                _ => each.out.add(i0).cast::<u64>().write(low as u64 | (high as u64) << 32),
-            }
-        }
+        // SAFETY: levels `i0 .. i0 + 8` of the units, 8-byte aligned.
+        unsafe { each.out.add(i0).cast::<u64>().write(low as u64 | (high as u64) << 32) };
         v += stride;
     }
 }
@@ -402,7 +420,7 @@ pub unsafe fn dequantize<W: Warp, T: F32Exact>(
     let each = Each {
         input,
         out,
-        vectors,
+        units: vectors,
         buckets,
     };
     let shape = (first + block, levels == 0);
@@ -461,7 +479,7 @@ fn to_value<T: F32Exact, const MODE: u8>(l: i32, u: f32, divisor: u32) -> T::Bit
 /// that unit. `unit` (of a source and a bucket) and `place` are the kernel's.
 ///
 /// # Safety
-/// `each`'s arrays are 16-byte aligned and hold `each.vectors` vectors of levels and elements.
+/// `each`'s arrays are 16-byte aligned and hold `each.units` vectors of levels and elements.
 #[inline(always)]
 unsafe fn dequantize_vectors<W: Warp, T: F32Exact, const MODE: u8>(
     w: W,
@@ -473,7 +491,7 @@ unsafe fn dequantize_vectors<W: Warp, T: F32Exact, const MODE: u8>(
 ) {
     let (per, stride, buckets) = (per_vector::<T>(), w.global_threads(), each.buckets);
     let mut v = w.global_idx();
-    while v < each.vectors {
+    while v < each.units {
         // this thread: elements `i0 .. i0 + per` from one word of levels
         let i0 = per * v;
         let (s0, p0) = place(i0);

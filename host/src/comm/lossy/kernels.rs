@@ -5,7 +5,8 @@
 //! | launch        | grid (GPU)                                 | simulator                |
 //! |---------------|--------------------------------------------|--------------------------|
 //! | [`stats`]     | one warp per bucket, at most `GPU_MAX_BLOCKS` blocks (warp-stride) | `sim::config` over the buckets' warps |
-//! | [`quantize`], [`dequantize`] | one thread per 16 bytes of elements, at most `GPU_MAX_BLOCKS` blocks (grid-stride) | `sim::config` over the vectors |
+//! | [`quantize`] | one thread per `QUANTIZE_UNIT` (8) elements, at most `GPU_MAX_BLOCKS` blocks (grid-stride) | `sim::config` over the units |
+//! | [`dequantize`] | one thread per 16 bytes of elements, at most `GPU_MAX_BLOCKS` blocks (grid-stride) | `sim::config` over the vectors |
 //!
 //! Every pointer is an address in the engine's memory (host memory on the simulator).
 
@@ -17,7 +18,8 @@ use crate::ops::{GPU_BLOCK, GPU_MAX_BLOCKS};
 use crate::sim::{config, run, SharedPtr};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use zipcoll_device::dtype::{Bf16, DType, F32Exact, F16, F32};
-use zipcoll_primitives::kernels::{lossy, Dequantize, LossyStats, Quantize};
+use zipcoll_primitives::kernels::lossy::{self, QUANTIZE_UNIT};
+use zipcoll_primitives::kernels::{Dequantize, LossyStats, Quantize};
 use zipcoll_targets::sim::SimWarp;
 
 /// [`quantize`]'s and [`dequantize`]'s quantizer: the error bound (`levels == 0`) or QSGD's
@@ -45,7 +47,7 @@ fn grid(threads: usize) -> LaunchConfig {
     }
 }
 
-/// The threads of [`quantize`] and [`dequantize`] on `n` elements: one per 16 bytes.
+/// The threads of [`dequantize`] on `n` elements: one per 16 bytes.
 fn vectors(dtype: DType, n: usize) -> usize {
     (n * dtype.size_bytes()).div_ceil(16)
 }
@@ -152,7 +154,7 @@ pub(super) struct Quantizing {
 /// `q.stats` the records of `ceil(n / bucket)` buckets, in the engine's memory, alive and
 /// untouched by others until the launch has run.
 pub(super) unsafe fn quantize((engine, backend): (&Engine, Backend), dtype: DType, q: Quantizing) -> Result<()> {
-    let threads = vectors(dtype, q.n);
+    let threads = q.n.div_ceil(QUANTIZE_UNIT);
     let Some((gpu, stream)) = gpu(engine) else {
         /// The simulator's launch.
         unsafe fn sim<const W: u32, T: F32Exact>(q: Quantizing, threads: usize) -> Result<()> {
