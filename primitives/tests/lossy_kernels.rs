@@ -5,7 +5,7 @@
 //!
 //! | kernel        | reference, per element or bucket |
 //! |---------------|-----------------------------------|
-//! | `lossy_stats` | max, -min, the non-finite flag exactly; the norm within 4 `f32` ulps of `qsgd::norm_of` (the kernel sums a vector's squares in `f32`) and at least every |x|, with squares past `f32` in the data |
+//! | `lossy_stats` | the non-finite flag exactly; in a bucket without a NaN or an infinity max and -min exactly, the norm within 4 `f32` ulps of `qsgd::norm_of` (the kernel sums a vector's squares in `f32`) and at least every |x|, with squares past `f32` in the data |
 //! | `quantize`    | `bound_level` or `qsgd_level` with bucket `i / bucket`'s norm; each rejection word set exactly when an element has no level for its reason (beyond `qmax`, not finite) |
 //! | `dequantize`  | `value` (error bound) or `qsgd_value` of `qsgd_unit` (QSGD) with source `i / block`'s unit at position `first + i % block`, summed and averaged |
 
@@ -97,11 +97,12 @@ fn check<T: F32Exact>(offset: usize, out_offset: usize) {
                 let hi = finite.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
                 let lo = finite.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(-v));
                 let bad = (finite.len() < xs.len()) as u32 as f32;
-                assert_eq!(
-                    (r[0], r[1], r[2]),
-                    (hi, lo, bad),
-                    "{n} elements, bucket {b} of {bucket}"
-                );
+                assert_eq!(r[2], bad, "{n} elements, bucket {b} of {bucket}: the flag");
+                if bad != 0.0 {
+                    // the other words are unspecified (such a call travels exactly)
+                    continue;
+                }
+                assert_eq!((r[0], r[1]), (hi, lo), "{n} elements, bucket {b} of {bucket}");
                 // the kernel sums a vector's squares in `f32` (in `f64` where they overflow it),
                 // the reference every square in `f64`: a few ulps apart; the norm covers every |x|
                 let norm = norm_of::<T>(xs);

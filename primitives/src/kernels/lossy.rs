@@ -16,9 +16,10 @@
 //! element gets the same value, so the output depends neither on alignment nor on the target
 //! or the launch shape.
 //!
-//! A statistics record of a bucket holds its largest finite element (`-inf` if none), the
-//! negated smallest, 1.0 if it holds a NaN or an infinity (else 0.0), and the L2 norm of its
-//! finite elements (each vector's squares summed in `f32`, and never below the largest `|x|`,
+//! A statistics record of a bucket holds its largest element (`-inf` if none), the negated
+//! smallest, 1.0 if it holds a NaN or an infinity (else 0.0: in a record with 1.0 the other
+//! three words are unspecified, as such a call travels exactly), and the L2 norm of its
+//! elements (each vector's squares summed in `f32`, and never below the largest `|x|`,
 //! so that QSGD's levels stay within `s` whatever the rounding); the records of several ranks combine by `max`, element by element (the
 //! QSGD norm every rank quantizes a bucket with is then the largest rank's, which keeps every
 //! element within it: still unbiased).
@@ -91,43 +92,43 @@ pub unsafe fn lossy_stats<W: Warp, T: F32Exact>(w: W, input: *const T::Bits, n: 
         let vectors = if aligned(at) { (end - start) / per } else { 0 };
         // each lane: the max, -min, non-finite flag and sum of squares of its elements: vectors
         // `lane, lane + WIDTH, ..` of the bucket, then elements `start + per vectors + lane, ..`
+        // (a NaN or an infinity sets the flag, and then the other three are unspecified: a call
+        // with one travels exactly; NaN leaves the maxima as they were)
         let (mut hi, mut lo, mut bad, mut squares) = (f32::NEG_INFINITY, f32::NEG_INFINITY, false, 0.0f64);
-        // `x`'s share of the record but its square, which the caller adds; whether it is finite
-        let mut see = |x: f32| {
-            let finite = x.is_finite();
-            hi = if finite { hi.max(x) } else { hi };
-            lo = if finite { lo.max(-x) } else { lo };
-            bad |= !finite;
-            finite
-        };
         let mut v = w.lane_id() as usize;
         while v < vectors {
             // SAFETY: vector `v` of the bucket's aligned `vectors`.
             let vector = unsafe { load_vector(w, at, v) };
             // the vector's squares summed in `f32`, one `f64` add per vector (the norm is a
-            // scale, and is at least the largest |x| below); where they overflow `f32` (an
-            // element past 1.8e19), in `f64` again
+            // scale, and is at least the largest |x| below)
             let mut part = 0.0f32;
             for k in 0..per {
                 let x = T::to_f32(element::<T>(vector, k));
-                part += if see(x) { x * x } else { 0.0 };
+                hi = hi.max(x);
+                lo = lo.max(-x);
+                part += x * x;
             }
-            squares += match part.is_finite() {
-                true => part as f64,
-                false => squares_f64::<T>(vector),
-            };
+            // one test per vector: `part` is finite unless an element is a NaN or an infinity,
+            // or a square overflows `f32` (an element past 1.8e19); then the squares in `f64`,
+            // which also tell the two apart
+            match part.is_finite() {
+                true => squares += part as f64,
+                false => {
+                    let (part, not_finite) = squares_f64::<T>(vector);
+                    squares += part;
+                    bad |= not_finite;
+                }
+            }
             v += lanes;
         }
-        let mut add = |bits: T::Bits| {
-            let x = T::to_f32(bits);
-            if see(x) {
-                squares += x as f64 * x as f64;
-            }
-        };
         let mut i = start + per * vectors + w.lane_id() as usize;
         while i < end {
             // SAFETY: `i < n`.
-            add(unsafe { input.add(i).read() });
+            let x = T::to_f32(unsafe { input.add(i).read() });
+            hi = hi.max(x);
+            lo = lo.max(-x);
+            bad |= !x.is_finite();
+            squares += x as f64 * x as f64;
             i += lanes;
         }
         // every lane: the bucket's values (the maxima as integers that order as the values do,
@@ -139,10 +140,15 @@ pub unsafe fn lossy_stats<W: Warp, T: F32Exact>(w: W, input: *const T::Bits, n: 
         if w.lane_id() == 0 {
             // the norm at least every |x|, whatever the sums' rounding: QSGD's levels stay
             // within `s` (`-inf` where the bucket has no finite element)
-            let record = [hi, lo, bad, norm_from_squares(squares).max(hi).max(lo)];
-            for (k, v) in record.into_iter().enumerate() {
-                // SAFETY: record `b` of `ceil(n / bucket)`.
-                unsafe { stats.add(STAT_WORDS * b + k).write(v) };
+            let norm = norm_from_squares(squares).max(hi).max(lo);
+            // SAFETY: record `b` of `ceil(n / bucket)` (four stores: a loop over an array of
+            // the four kept it in local memory)
+            unsafe {
+                let record = stats.add(STAT_WORDS * b);
+                record.write(hi);
+                record.add(1).write(lo);
+                record.add(2).write(bad);
+                record.add(3).write(norm);
             }
         }
         b += warps;
@@ -166,15 +172,18 @@ fn unordered(k: u32) -> f32 {
     f32::from_bits(if k >> 31 == 1 { k & !(1 << 31) } else { !k })
 }
 
-/// The squares of `vector`'s finite elements summed in `f64` ([`lossy_stats`]' cold path).
+/// The squares of `vector`'s elements summed in `f64`, and whether one of them is a NaN or an
+/// infinity ([`lossy_stats`]' cold path).
 #[cold]
 #[inline(never)]
-fn squares_f64<T: F32Exact>(vector: u128) -> f64 {
-    (0..per_vector::<T>())
-        .map(|k| T::to_f32(element::<T>(vector, k)))
-        .filter(|x| x.is_finite())
-        .map(|x| x as f64 * x as f64)
-        .sum()
+fn squares_f64<T: F32Exact>(vector: u128) -> (f64, bool) {
+    let (mut squares, mut not_finite) = (0.0f64, false);
+    for k in 0..per_vector::<T>() {
+        let x = T::to_f32(element::<T>(vector, k));
+        squares += x as f64 * x as f64;
+        not_finite |= !x.is_finite();
+    }
+    (squares, not_finite)
 }
 
 /// Quantizes the `n` elements at `input` into `i8` levels at `out`: under the error bound `eb`
