@@ -19,10 +19,10 @@
 //! A statistics record of a bucket holds its largest element (`-inf` if none), the negated
 //! smallest, 1.0 if it holds a NaN or an infinity (else 0.0: in a record with 1.0 the other
 //! three words are unspecified, as such a call travels exactly), and the L2 norm of its
-//! elements (each vector's squares summed in `f32`, and never below the largest `|x|`,
-//! so that QSGD's levels stay within `s` whatever the rounding); the records of several ranks combine by `max`, element by element (the
-//! QSGD norm every rank quantizes a bucket with is then the largest rank's, which keeps every
-//! element within it: still unbiased).
+//! elements (each vector's squares summed in `f32`, and never below the largest `|x|`, so
+//! that QSGD's levels stay within `s` whatever the rounding). The records of several ranks
+//! combine by `max`, element by element (the QSGD norm every rank quantizes a bucket with is
+//! then the largest rank's, which keeps every element within it: still unbiased).
 
 use core::mem::size_of;
 use zipcoll_codegen::kernel;
