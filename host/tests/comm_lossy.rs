@@ -132,7 +132,13 @@ const QUANTIZED: LossyCounts = LossyCounts {
     quantized: 1,
     not_finite: 0,
     too_fine: 0,
+    escaped: 0,
 };
+
+/// The counts after one call that quantized with `escaped` buckets escaping.
+fn escaping(escaped: u64) -> LossyCounts {
+    LossyCounts { escaped, ..QUANTIZED }
+}
 
 fn opts(lossy: Lossy) -> Options {
     Options {
@@ -349,7 +355,7 @@ fn moves_carry_each_source_ranks_scale() {
 }
 
 #[test]
-fn nan_infinity_or_a_too_fine_bound_travel_exactly() {
+fn a_too_fine_bound_travels_exactly() {
     let (k, n) = (3, 1000);
     let dtype = DType::F32;
     let clean: Vec<Vec<u8>> = (0..k).map(|r| input(dtype, n, r, 1.0, 11)).collect();
@@ -357,11 +363,6 @@ fn nan_infinity_or_a_too_fine_bound_travel_exactly() {
         let mut inputs = clean.clone();
         inputs[r][4 * at..4 * at + 4].copy_from_slice(&v.to_le_bytes());
         inputs
-    };
-    let nan = f32::from_bits(0x7FC0_1234);
-    let not_finite = LossyCounts {
-        not_finite: 1,
-        ..LossyCounts::default()
     };
     let too_fine = LossyCounts {
         too_fine: 1,
@@ -389,28 +390,6 @@ fn nan_infinity_or_a_too_fine_bound_travel_exactly() {
         inputs
     };
     for (what, inputs, lossy, counted) in [
-        (
-            "a NaN payload",
-            with(1, 17, nan),
-            Lossy::ErrorBound(Bound::Abs(0.1)),
-            not_finite,
-        ),
-        (
-            "an infinity",
-            with(2, 999, f32::NEG_INFINITY),
-            Lossy::ErrorBound(Bound::Rel(0.05)),
-            not_finite,
-        ),
-        (
-            "a NaN under QSGD",
-            with(0, 0, nan),
-            Lossy::Qsgd {
-                bits: 4,
-                bucket: 64,
-                seed: 1,
-            },
-            not_finite,
-        ),
         (
             "a bound too fine for the range",
             clean.clone(),
@@ -441,11 +420,178 @@ fn nan_infinity_or_a_too_fine_bound_travel_exactly() {
         };
         let (g, counts) = gather(lossy);
         assert_eq!(counts, counted, "{what}: all_gather");
-        assert_eq!(
-            g[0],
-            inputs.concat(),
-            "{what}: all_gather is the inputs, NaN payload included"
-        );
+        assert_eq!(g[0], inputs.concat(), "{what}: all_gather is the inputs");
+    }
+}
+
+/// Whether `y` is `e` where `e` is not finite (the same NaN bits under `bitwise`, else any
+/// NaN; the same infinity), else within `allow` plus two ulps of it.
+fn matches_exact(y: f32, e: f32, allow: f64, bitwise: bool) -> bool {
+    match (e.is_nan(), e.is_infinite()) {
+        (true, _) if bitwise => y.to_bits() == e.to_bits(),
+        (true, _) => y.is_nan(),
+        (false, true) => y == e,
+        _ => (y as f64 - e as f64).abs() <= allow + 2.0 * ulp(DType::F32, e),
+    }
+}
+
+#[test]
+fn nan_infinity_and_huge_values_escape_their_buckets() {
+    // 8 buckets of 4096 (the bounds' statistics buckets) and a part: one escaping bucket is
+    // an eighth of the elements
+    let (k, n) = (3, 8 * 4096 + 100);
+    let dtype = DType::F32;
+    let clean: Vec<Vec<u8>> = (0..k).map(|r| input(dtype, n, r, 1.0, 13)).collect();
+    let nan = f32::from_bits(0x7FC0_1234);
+    let put = |inputs: &mut [Vec<u8>], r: usize, at: usize, v: f32| {
+        inputs[r][4 * at..4 * at + 4].copy_from_slice(&v.to_le_bytes());
+    };
+    let qsgd = Lossy::Qsgd {
+        bits: 4,
+        bucket: 64,
+        seed: 1,
+    };
+    let abs = Lossy::ErrorBound(Bound::Abs(0.1));
+    let rel = Lossy::ErrorBound(Bound::Rel(0.01));
+    // (what, policy, the values put in (rank, element, value), and the escaping buckets of
+    // each source rank)
+    type Case<'a> = (&'a str, Lossy, Vec<(usize, usize, f32)>, [&'a [usize]; 3]);
+    let cases: [Case<'_>; 4] = [
+        (
+            "abs: a NaN, an infinity in the last part, a value beyond the levels",
+            abs,
+            vec![(1, 4096 + 17, nan), (2, n - 1, f32::INFINITY), (0, 2 * 4096 + 5, 1e30)],
+            [&[2], &[1], &[8]],
+        ),
+        (
+            "rel: an infinity",
+            rel,
+            vec![(2, 3, f32::NEG_INFINITY)],
+            [&[], &[], &[0]],
+        ),
+        (
+            "QSGD: NaNs on two ranks",
+            qsgd,
+            vec![(0, 0, nan), (1, 64 * 100 + 1, -nan)],
+            [&[0], &[100], &[]],
+        ),
+        (
+            "abs: a NaN and an infinity in one bucket on two ranks",
+            abs,
+            vec![(0, 5, nan), (1, 6, f32::NEG_INFINITY)],
+            [&[0], &[0], &[]],
+        ),
+    ];
+    for (what, lossy, puts, escapes) in cases {
+        let mut inputs = clean.clone();
+        for &(r, at, v) in &puts {
+            put(&mut inputs, r, at, v);
+        }
+        let finite: Vec<f32> = inputs
+            .iter()
+            .flat_map(|b| values(dtype, b))
+            .filter(|v| v.is_finite() && v.abs() < 1e20)
+            .collect();
+        let (lo, hi) = finite
+            .iter()
+            .fold((f32::MAX, f32::MIN), |(l, h), &v| (l.min(v), h.max(v)));
+        // the error an element may have: the bound (a sum's, `k` of them), QSGD's `norm / s`
+        // per rank with a norm below the largest bucket's (under 64 |x|)
+        let bound = |terms: usize| {
+            terms as f64
+                * match lossy {
+                    Lossy::ErrorBound(Bound::Abs(eb)) => eb as f64,
+                    Lossy::ErrorBound(Bound::Rel(r)) => r as f64 * (hi - lo) as f64,
+                    _ => 64.0 * biggest(std::slice::from_ref(&finite)) as f64 / 7.0,
+                }
+        };
+        let union = |buckets: [&[usize]; 3]| {
+            let mut u: Vec<usize> = buckets.concat();
+            u.sort();
+            u.dedup();
+            u.len() as u64
+        };
+        let check = |name: &str, got: &[Vec<u8>], exact: &[Vec<u8>], allow: f64, bitwise: bool| {
+            for (r, (g, e)) in got.iter().zip(exact).enumerate() {
+                for (i, (&y, &x)) in values(dtype, g).iter().zip(&values(dtype, e)).enumerate() {
+                    assert!(
+                        matches_exact(y, x, allow, bitwise),
+                        "{what}: {name}: rank {r} element {i}: {y:e} ({:#x}) for {x:e} ({:#x})",
+                        y.to_bits(),
+                        x.to_bits()
+                    );
+                }
+            }
+        };
+        let reductions: [(&str, usize, Call<'_>, usize); 4] = [
+            (
+                "all_reduce",
+                n,
+                &|c, d| c.all_reduce(d, n, dtype, ReduceOp::Sum, opts(lossy)),
+                k,
+            ),
+            (
+                "reduce to 1",
+                n,
+                &|c, d| c.reduce(d, n, dtype, ReduceOp::Sum, 1, opts(lossy)),
+                k,
+            ),
+            (
+                "reduce_scatter",
+                n / k,
+                &|c, d| c.reduce_scatter(d, n / k, dtype, ReduceOp::Sum, opts(lossy)),
+                k,
+            ),
+            (
+                "all_reduce max",
+                n,
+                &|c, d| c.all_reduce(d, n, dtype, ReduceOp::Max, opts(lossy)),
+                1,
+            ),
+        ];
+        for (name, out_elems, call, terms) in reductions {
+            if name.ends_with("max") && matches!(lossy, Lossy::Qsgd { .. }) {
+                continue;
+            }
+            let (got, counts) = run(k, Config::sim(), &inputs, out_elems * 4, None, call);
+            let exact_opts = |c: &Communicator, d: Data<'_>| -> Result<()> {
+                let o = opts(Lossy::Exact);
+                match name {
+                    "all_reduce" => c.all_reduce(d, n, dtype, ReduceOp::Sum, o),
+                    "reduce to 1" => c.reduce(d, n, dtype, ReduceOp::Sum, 1, o),
+                    "reduce_scatter" => c.reduce_scatter(d, n / k, dtype, ReduceOp::Sum, o),
+                    _ => c.all_reduce(d, n, dtype, ReduceOp::Max, o),
+                }
+            };
+            let (exact, _) = run(k, Config::sim(), &inputs, out_elems * 4, None, &exact_opts);
+            assert_eq!(counts, escaping(union(escapes)), "{what}: {name}");
+            check(name, &got, &exact, bound(terms), false);
+        }
+        // the moves: each source's escaping buckets arrive bit for bit, NaN payloads included
+        let m = n / k;
+        for (name, out_elems) in [("all_gather", k * n), ("broadcast from 1", n), ("all_to_all", k * m)] {
+            let call = |lossy: Lossy| {
+                move |c: &Communicator, d: Data<'_>| -> Result<()> {
+                    match name {
+                        "all_gather" => c.all_gather(d, n, dtype, opts(lossy)),
+                        "broadcast from 1" => c.broadcast(d, n, dtype, 1, opts(lossy)),
+                        _ => c.all_to_all(d, m, dtype, opts(lossy)),
+                    }
+                }
+            };
+            let ins: Vec<Vec<u8>> = match name {
+                "all_to_all" => inputs.iter().map(|b| b[..4 * k * m].to_vec()).collect(),
+                _ => inputs.clone(),
+            };
+            let (got, counts) = run(k, Config::sim(), &ins, out_elems * 4, None, &call(lossy));
+            let (exact, _) = run(k, Config::sim(), &ins, out_elems * 4, None, &call(Lossy::Exact));
+            let escaped: u64 = match name {
+                "broadcast from 1" => escapes[1].len() as u64,
+                _ => escapes.iter().map(|b| b.len() as u64).sum(),
+            };
+            assert_eq!(counts, escaping(escaped), "{what}: {name}");
+            check(name, &got, &exact, bound(1), true);
+        }
     }
 }
 

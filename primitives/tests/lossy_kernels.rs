@@ -6,7 +6,7 @@
 //! | kernel        | reference, per element or bucket |
 //! |---------------|-----------------------------------|
 //! | `lossy_stats` | the non-finite flag exactly; in a bucket without a NaN or an infinity max and -min exactly, the norm within 4 `f32` ulps of `qsgd::norm_of` (the kernel sums a vector's squares in `f32`) and at least every |x|, with squares past `f32` in the data |
-//! | `quantize`    | `bound_level` or `qsgd_level` with bucket `i / bucket`'s norm; each rejection word set exactly when an element has no level for its reason (beyond `qmax`, not finite) |
+//! | `quantize`    | `bound_level` or `qsgd_level` with bucket `i / bucket`'s norm; each bucket's rejection word set exactly when an element of it has no level for its reason (beyond `qmax`, not finite) |
 //! | `dequantize`  | `value` (error bound) or `qsgd_value` of `qsgd_unit` (QSGD) with source `i / block`'s unit at position `first + i % block`, summed and averaged |
 
 use zipcoll_device::dtype::{Bf16, F32Exact, F16, F32};
@@ -115,7 +115,7 @@ fn check<T: F32Exact>(offset: usize, out_offset: usize) {
 
             let qmax = 100;
             let mut out = Aligned::new(n + out_offset);
-            let mut rejected = [0u32; REJECTED_WORDS];
+            let mut rejected = vec![0u32; REJECTED_WORDS * records];
             let (po, pr) = (out.at::<i8>(out_offset) as usize, rejected.as_mut_ptr() as usize);
             launch::<32>(grid(), |w: SimWarp<32>| unsafe {
                 quantize::<SimWarp<32>, T>(
@@ -134,7 +134,7 @@ fn check<T: F32Exact>(offset: usize, out_offset: usize) {
             })
             .expect("quantize launch");
             // the rejection words the elements without a level call for
-            let mut none = [0u32; REJECTED_WORDS];
+            let mut none = vec![0u32; REJECTED_WORDS * records];
             let got: Vec<i8> = (0..n).map(|i| unsafe { (po as *const i8).add(i).read() }).collect();
             for (i, (&v, &q)) in x.iter().zip(&got).enumerate() {
                 let v = T::to_f32(v);
@@ -150,7 +150,7 @@ fn check<T: F32Exact>(offset: usize, out_offset: usize) {
                     _ => None,
                 };
                 if want.is_none() {
-                    none[!v.is_finite() as usize] = 1;
+                    none[REJECTED_WORDS * (i / bucket) + !v.is_finite() as usize] = 1;
                 }
                 assert_eq!(
                     q as i32,

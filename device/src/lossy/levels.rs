@@ -11,8 +11,8 @@
 //!
 //! `divisor` is the number of ranks for an average, else 1. Levels stay within
 //! [`MAX_LEVEL`], so `2 |q| + 1` times `eb`'s 24-bit significand fits `f64`'s 53 bits and the
-//! bound check in [`bound_level`] is exact. Non-finite elements have no level: callers send a
-//! call holding one exactly instead.
+//! bound check in [`bound_level`] is exact. Non-finite elements have no level: callers send
+//! them exactly instead (the communicator escapes their buckets).
 //!
 //! ```
 //! use zipcoll_device::dtype::F32;

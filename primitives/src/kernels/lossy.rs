@@ -5,7 +5,7 @@
 //! | kernel           | threads                       | reads                 | writes                         |
 //! |------------------|-------------------------------|-----------------------|--------------------------------|
 //! | [`lossy_stats`]  | one warp per bucket (warp-stride), a lane per 16 bytes of elements | `n` elements | [`STAT_WORDS`] `f32`s per bucket: max, -min, non-finite, norm |
-//! | [`quantize`]     | one thread per [`QUANTIZE_UNIT`] (8) elements (grid-stride) | `n` elements, the bucket norms (QSGD) | `n` `i8` levels, [`REJECTED_WORDS`] rejection words |
+//! | [`quantize`]     | one thread per [`QUANTIZE_UNIT`] (8) elements (grid-stride) | `n` elements, the bucket norms (QSGD) | `n` `i8` levels, [`REJECTED_WORDS`] rejection words per bucket |
 //! | [`dequantize`]   | one thread per 16 bytes of elements (grid-stride) | `n` levels, the scales | `n` elements |
 //!
 //! Where the element array (and the levels) start 16-byte aligned, a thread reads or writes
@@ -39,9 +39,9 @@ use zipcoll_targets::{Scope, Warp, Word, V4};
 /// `f32`s in a bucket's statistics record.
 pub const STAT_WORDS: usize = 4;
 
-/// [`quantize`]'s rejection words (`u32`), each 1 where an element had no level for its reason:
-/// word 0 a finite element beyond `qmax`, word 1 a NaN or an infinity. Several ranks' words
-/// combine by `max`.
+/// [`quantize`]'s rejection words (`u32`) of a bucket, each 1 where an element of the bucket
+/// had no level for its reason: word 0 a finite element beyond `qmax`, word 1 a NaN or an
+/// infinity. Several ranks' words combine by `max`.
 pub const REJECTED_WORDS: usize = 2;
 
 /// Elements of `T` in one 16-byte vector: 4 (`f32`) or 8 (`bf16`, `f16`).
@@ -189,13 +189,13 @@ fn squares_f64<T: F32Exact>(vector: u128) -> (f64, bool) {
 /// Quantizes the `n` elements at `input` into `i8` levels at `out`: under the error bound `eb`
 /// with levels within `qmax` (at most 127) when `levels == 0`, else QSGD with `levels` levels
 /// on bucket `i / bucket`'s norm (`stats`, [`lossy_stats`]' records as agreed) and the draws of
-/// `seed`. An element without a level gets level 0 and sets its reason's word of `rejected` to 1
-/// (see [`REJECTED_WORDS`]).
+/// `seed`. An element without a level gets level 0 and sets its reason's word of its bucket's
+/// [`REJECTED_WORDS`] at `rejected` to 1 (bucket `b`'s at `rejected + REJECTED_WORDS b`).
 ///
 /// # Safety
 /// `input` is valid for `n` reads, `out` for `n` writes, `rejected` for [`REJECTED_WORDS`]
-/// words, and with
-/// `levels > 0`, `stats` for the records of `ceil(n / bucket)` buckets; `bucket >= 1`.
+/// words per bucket (of `ceil(n / bucket)`), and with `levels > 0`, `stats` for the records
+/// of as many buckets; `bucket >= 1`.
 #[kernel(dtype = [bf16, f16, f32], vendor = [nvptx])]
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn quantize<W: Warp, T: F32Exact>(
@@ -229,11 +229,14 @@ pub unsafe fn quantize<W: Warp, T: F32Exact>(
         // a level is within `qmax <= 127` or `levels <= 127`
         q.map(|q| q as i8 as u8).ok_or(if x.is_finite() { 1 } else { 2 })
     };
-    let reject = |bits: u32| {
+    // element `i` had no level for the reasons `bits` (its rejection words' bits)
+    let reject = |i: usize, bits: u32| {
+        let at = REJECTED_WORDS * buckets.div(w, i);
         for word in 0..REJECTED_WORDS {
             if bits & 1 << word != 0 {
-                // SAFETY: word `word` of `REJECTED_WORDS`; every writer stores the same value.
-                unsafe { w.store_relaxed(rejected.add(word), 1u32, Scope::Gpu) }
+                // SAFETY: word `word` of the bucket's `REJECTED_WORDS`; every writer stores
+                // the same value.
+                unsafe { w.store_relaxed(rejected.add(at + word), 1u32, Scope::Gpu) }
             }
         }
     };
@@ -260,8 +263,8 @@ pub unsafe fn quantize<W: Warp, T: F32Exact>(
         let norm = if levels == 0 { 0.0 } else { norm_of(buckets.div(w, i)) };
         // SAFETY: `i < n`.
         let q = level(i, unsafe { input.add(i).read() }, norm, levels > 0);
-        if let Err(bit) = q {
-            reject(bit);
+        if let Err(bits) = q {
+            reject(i, bits);
         }
         // SAFETY: `i < n`.
         unsafe { out.add(i).write(q.unwrap_or(0) as i8) };
@@ -300,7 +303,7 @@ unsafe fn quantize_units<W: Warp, T: F32Exact, const QSGD: bool>(
     (levels, seed): (u32, u64),
     level: impl Fn(usize, T::Bits, f32, bool) -> Result<u8, u32>,
     norm_of: impl Fn(usize) -> f32,
-    reject: impl Fn(u32),
+    reject: impl Fn(usize, u32),
 ) {
     const { assert!(QUANTIZE_UNIT == 8) };
     let (per, stride) = (per_vector::<T>(), w.global_threads());
@@ -328,17 +331,17 @@ unsafe fn quantize_units<W: Warp, T: F32Exact, const QSGD: bool>(
             true => low |= byte << (8 * k),
             false => high |= byte << (8 * (k - 4)),
         };
-        // a level's byte, or 0 and its reason's bit in `bad`
-        let mut byte = |q: Result<u8, u32>| match q {
+        // element `k`'s level's byte, or 0 and its reasons' bits in bits `2k..2k + 2` of `bad`
+        let mut byte = |k: usize, q: Result<u8, u32>| match q {
             Ok(q) => q as u32,
-            Err(reason) => {
-                bad |= reason;
+            Err(reasons) => {
+                bad |= reasons << (2 * k);
                 0
             }
         };
         if !QSGD {
             for k in 0..QUANTIZE_UNIT {
-                put(k, byte(level(i0 + k, elem(k), 0.0, false)));
+                put(k, byte(k, level(i0 + k, elem(k), 0.0, false)));
             }
         } else {
             // the unit's bucket `b`, unless it straddles two
@@ -355,19 +358,24 @@ unsafe fn quantize_units<W: Warp, T: F32Exact, const QSGD: bool>(
                         // for it too, branch-free, and dropped)
                         let q = integer_byte(qsgd::level_f32(x, scale, levels, u)) as u32;
                         let finite = x.is_finite();
-                        bad |= if finite { 0 } else { 2 };
+                        bad |= if finite { 0 } else { 2 << (2 * k) };
                         put(k, if finite { q } else { 0 });
                     }
                 }
             } else {
                 for k in 0..QUANTIZE_UNIT {
                     let norm = norm_of(each.buckets.div(w, i0 + k));
-                    put(k, byte(level(i0 + k, elem(k), norm, true)));
+                    put(k, byte(k, level(i0 + k, elem(k), norm, true)));
                 }
             }
         }
         if bad != 0 {
-            reject(bad);
+            for k in 0..QUANTIZE_UNIT {
+                let bits = bad >> (2 * k) & 3;
+                if bits != 0 {
+                    reject(i0 + k, bits);
+                }
+            }
         }
         // SAFETY: levels `i0 .. i0 + 8` of the units, 8-byte aligned.
         unsafe { each.out.add(i0).cast::<u64>().write(low as u64 | (high as u64) << 32) };

@@ -8,9 +8,13 @@
 //! | `error-bound:abs=0.1`, `error-bound:rel=1e-2`, `qsgd:bits=5`, `qsgd:bits=4,bucket=256` | f32, bf16 | ring and two-shot all_reduce, reduce_scatter, reduce to the last rank, all_gather, broadcast from rank k/2, all_to_all |
 //!
 //! The policies are coarse enough that the sums of up to 4 ranks' N(0,1) levels fit the 8-bit
-//! levels (calls that cannot, more ranks or finer bounds, travel exactly and are counted so). A
-//! line per call on rank 0: the largest error over the bound allowed (error bound; at most 1
-//! where it held), whether it quantized, and whether its output equals the simulator's.
+//! levels (calls that cannot, more ranks or finer bounds, travel exactly and are counted so).
+//! Every call runs twice: on N(0,1) data, and with specials put in (a NaN on rank 0, an
+//! infinity on the last rank and 1e30 on rank 1, in three buckets), whose buckets escape
+//! (travel exactly beside the levels). A line per call on rank 0: the largest error over the
+//! bound allowed (error bound; at most 1 where it held; QSGD: 0, as only its NaN and infinities
+//! are checked; a NaN or an infinity of the exact result must come out as one), whether it
+//! quantized and how many buckets escaped, and whether its output equals the simulator's.
 
 use crate::common::say;
 use zipcoll::comm::{run_sim, Algorithm, Communicator, Config, Data, Lossy, Options};
@@ -110,16 +114,18 @@ impl Call {
     }
 
     /// Rank `rank`'s exact output in `f64` and the error each element may have under `lossy`
-    /// (`None`: QSGD, unbounded per call; or a reduce's non-root, which has no output).
+    /// (QSGD: unbounded per call, so only its NaN and infinities are checked; `None`: a
+    /// reduce's non-root, which has no output).
     fn exact(self, lossy: Lossy, rank: usize, count: usize, xs: &[Vec<f32>]) -> Option<(Vec<f64>, Vec<f64>)> {
         let k = xs.len();
         let eb = |x: &[f32]| match lossy {
             Lossy::ErrorBound(zipcoll::comm::Bound::Abs(eb)) => Some(eb as f64),
             Lossy::ErrorBound(zipcoll::comm::Bound::Rel(rel)) => {
-                let (lo, hi) = x.iter().fold((f32::MAX, f32::MIN), |(l, h), &v| (l.min(v), h.max(v)));
+                let finite = x.iter().filter(|v| v.is_finite());
+                let (lo, hi) = finite.fold((f32::MAX, f32::MIN), |(l, h), &v| (l.min(v), h.max(v)));
                 Some((rel * (hi - lo)) as f64)
             }
-            _ => None,
+            _ => Some(f64::INFINITY),
         };
         let sum = |i: usize| xs.iter().map(|x| x[i] as f64).sum::<f64>();
         let all: Vec<f32> = xs.concat();
@@ -161,19 +167,64 @@ impl Call {
     }
 }
 
+/// Puts the specials into rank `r`'s input of `n` elements of `dtype`: a NaN with a payload at
+/// element 5 of rank 0, -infinity at the last element of the last rank, 1e30 at element
+/// `n / 2` of rank 1 (of the first rank where there is one rank).
+fn put_specials(dtype: DType, bytes: &mut [u8], r: usize, k: usize) {
+    let n = bytes.len() / dtype.size_bytes();
+    let mut put = |i: usize, v: f32, bf16_bits: u16| {
+        if i < n {
+            match dtype {
+                DType::Bf16 => bytes[2 * i..2 * i + 2].copy_from_slice(&bf16_bits.to_le_bytes()),
+                _ => bytes[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes()),
+            }
+        }
+    };
+    if r == 0 {
+        put(5, f32::from_bits(0x7FC0_1234), 0x7FC1);
+    }
+    if r == k - 1 {
+        put(n - 1, f32::NEG_INFINITY, 0xFF80);
+    }
+    if r == 1 % k {
+        put(n / 2, 1e30, Bf16::from_f32(1e30));
+    }
+}
+
+/// How far `y` is from the exact `s` in units of the error `a` allowed: 0 or infinity where `s`
+/// is not finite (whether `y` is the same infinity, or a NaN for a NaN).
+fn error_ratio(dtype: DType, y: f32, s: f64, a: f64) -> f64 {
+    match s.is_finite() {
+        true => (y as f64 - s).abs() / (a + ulp(dtype, y)),
+        false if (s.is_nan() && y.is_nan()) || y as f64 == s => 0.0,
+        false => f64::INFINITY,
+    }
+}
+
 /// The check on one rank with `count` elements per block; `true` when it passed.
 pub fn lossy(comm: &Communicator, count: usize) -> Result<bool, Error> {
     let (rank, k) = (comm.rank(), comm.nranks());
     let mut plan = Vec::new();
     for spec in POLICIES {
         let lossy: Lossy = spec.parse()?;
-        for dtype in [DType::F32, DType::Bf16] {
+        for (dtype, specials) in [
+            (DType::F32, false),
+            (DType::Bf16, false),
+            (DType::F32, true),
+            (DType::Bf16, true),
+        ] {
             for (c, call) in CALLS.into_iter().enumerate() {
                 let n = call.sizes(count, k).0;
                 let inputs: Vec<Vec<u8>> = (0..k)
-                    .map(|r| testdata::normal(dtype, n, (c * 64 + r) as u64))
+                    .map(|r| {
+                        let mut input = testdata::normal(dtype, n, (c * 64 + r) as u64);
+                        if specials {
+                            put_specials(dtype, &mut input, r, k);
+                        }
+                        input
+                    })
                     .collect();
-                plan.push((spec, lossy, dtype, call, inputs));
+                plan.push((spec, lossy, dtype, call, inputs, specials));
             }
         }
     }
@@ -182,10 +233,11 @@ pub fn lossy(comm: &Communicator, count: usize) -> Result<bool, Error> {
         ..Options::default()
     };
     let (mut outs, mut quantized) = (Vec::new(), Vec::new());
-    for (_, lossy, dtype, call, inputs) in &plan {
-        let before = comm.lossy_counts().quantized;
+    for (_, lossy, dtype, call, inputs, _) in &plan {
+        let before = comm.lossy_counts();
         outs.push(call.run(comm, *dtype, count, &inputs[rank], opts(*lossy))?);
-        quantized.push(comm.lossy_counts().quantized > before);
+        let after = comm.lossy_counts();
+        quantized.push((after.quantized > before.quantized, after.escaped - before.escaped));
     }
     // the simulator's outputs for this rank, the same calls in the same order
     let sim = if comm.backend().is_sim() {
@@ -198,13 +250,13 @@ pub fn lossy(comm: &Communicator, count: usize) -> Result<bool, Error> {
         let all: Vec<Vec<Vec<u8>>> = run_sim(k, config, |s| {
             let r = s.rank();
             plan.iter()
-                .map(|(_, lossy, dtype, call, inputs)| call.run(&s, *dtype, count, &inputs[r], opts(*lossy)))
+                .map(|(_, lossy, dtype, call, inputs, _)| call.run(&s, *dtype, count, &inputs[r], opts(*lossy)))
                 .collect()
         })?;
         all.into_iter().nth(rank)
     };
     let mut ok = true;
-    for (i, (spec, lossy, dtype, call, inputs)) in plan.iter().enumerate() {
+    for (i, (spec, lossy, dtype, call, inputs, specials)) in plan.iter().enumerate() {
         let xs: Vec<Vec<f32>> = inputs.iter().map(|b| values(*dtype, b)).collect();
         let worst = match call.exact(*lossy, rank, count, &xs) {
             Some((want, allow)) => {
@@ -213,7 +265,7 @@ pub fn lossy(comm: &Communicator, count: usize) -> Result<bool, Error> {
                     .iter()
                     .zip(&want)
                     .zip(&allow)
-                    .map(|((&y, &s), &a)| (y as f64 - s).abs() / (a + ulp(*dtype, y)))
+                    .map(|((&y, &s), &a)| error_ratio(*dtype, y, s, a))
                     .fold(0.0f64, f64::max);
                 ok &= got.len() == want.len() && w <= 1.0;
                 format!("{w:.3}")
@@ -232,8 +284,13 @@ pub fn lossy(comm: &Communicator, count: usize) -> Result<bool, Error> {
             None => "(this is the simulator)",
         };
         if rank == 0 {
-            let how = if quantized[i] { "quantized" } else { "EXACT" };
-            say!("lossy {spec} {dtype:?} {call:?}: {how}, error / bound {worst}, bytes vs the simulator: {same}");
+            let how = match quantized[i] {
+                (true, 0) => "quantized".to_string(),
+                (true, e) => format!("quantized, {e} buckets escaped"),
+                (false, _) => "EXACT".to_string(),
+            };
+            let data = if *specials { " with specials" } else { "" };
+            say!("lossy {spec} {dtype:?} {call:?}{data}: {how}, error / bound {worst}, bytes vs the simulator: {same}");
         }
     }
     Ok(ok)

@@ -49,16 +49,14 @@ pub(super) enum Exact {
 }
 
 /// The scale of a source from its statistics `records` under `lossy` (a relative bound or
-/// QSGD: an absolute bound takes no statistics), or why the source must travel exactly.
+/// QSGD: an absolute bound takes no statistics), or why the source must travel exactly. The
+/// records of buckets with a NaN or an infinity are left out: those buckets escape.
 fn scale_of(lossy: Lossy, records: &[f32]) -> std::result::Result<Scale, Exact> {
-    let (mut hi, mut neg_lo, mut bad) = (f32::NEG_INFINITY, f32::NEG_INFINITY, false);
-    for r in records.chunks_exact(STAT_WORDS) {
+    let finite = || records.chunks_exact(STAT_WORDS).filter(|r| r[2] == 0.0);
+    let (mut hi, mut neg_lo) = (f32::NEG_INFINITY, f32::NEG_INFINITY);
+    for r in finite() {
         hi = hi.max(r[0]);
         neg_lo = neg_lo.max(r[1]);
-        bad |= r[2] != 0.0;
-    }
-    if bad {
-        return Err(Exact::NotFinite);
     }
     let biggest = hi.max(neg_lo).max(0.0);
     let eb = match lossy {
@@ -70,7 +68,7 @@ fn scale_of(lossy: Lossy, records: &[f32]) -> std::result::Result<Scale, Exact> 
             // QSGD: every bucket's levels must come from its norm (a nonzero scale), or it is 0
             let levels = lossy.levels();
             let scales = |r: &[f32]| r[3] == 0.0 || qsgd::scale(r[3], levels) != 0.0;
-            return match records.chunks_exact(STAT_WORDS).all(scales) {
+            return match finite().all(scales) {
                 true => Ok(Scale {
                     eb: 0.0,
                     qmax: levels as u64,
@@ -84,6 +82,97 @@ fn scale_of(lossy: Lossy, records: &[f32]) -> std::result::Result<Scale, Exact> 
         true => Ok(Scale { eb, qmax: qmax as u64 }),
         false => Err(Exact::TooFine),
     }
+}
+
+/// The most buckets of one source that escape (travel exactly beside the levels) in a call
+/// that quantizes; a source with more, or whose escaping buckets hold more than half its
+/// elements, travels exactly as a whole (each escape is a copy on either side, and past half
+/// the elements the levels and escapes of a 16-bit dtype outweigh its data).
+const MAX_ESCAPES: usize = 64;
+
+/// The buckets of each source that escape: they hold an element without a level (a NaN or an
+/// infinity; under an absolute bound also a value beyond the levels), and travel exactly in a
+/// collective of their own beside the levels' ([`Communicator::send_escapes`]).
+#[derive(Clone, Debug, Default)]
+struct Escapes {
+    /// Per source (a reduction has one), the escaping buckets in increasing order.
+    buckets: Vec<Vec<usize>>,
+    /// Elements per bucket.
+    bucket: usize,
+    /// Elements of a source's input.
+    n: usize,
+}
+
+impl Escapes {
+    /// Bucket `b`'s elements of a source: `start..end`.
+    fn range(&self, b: usize) -> std::ops::Range<usize> {
+        b * self.bucket..self.n.min((b + 1) * self.bucket)
+    }
+
+    /// Elements of `buckets` (a source's).
+    fn elements_of(&self, buckets: &[usize]) -> usize {
+        buckets.iter().map(|&b| self.range(b).len()).sum()
+    }
+
+    /// Elements of the largest source's escaping buckets: what each rank packs.
+    fn packed(&self) -> usize {
+        self.buckets.iter().map(|b| self.elements_of(b)).max().unwrap_or(0)
+    }
+
+    /// Whether `buckets` are too many to escape (see [`MAX_ESCAPES`]): the call travels
+    /// exactly instead.
+    fn too_many(&self, buckets: &[usize]) -> bool {
+        buckets.len() > MAX_ESCAPES || 2 * self.elements_of(buckets) > self.n
+    }
+
+    /// Escaping buckets of every source.
+    fn count(&self) -> usize {
+        self.buckets.iter().map(Vec::len).sum()
+    }
+}
+
+/// What the ranks agreed from their statistics (steps 1 and 2): the records (a reduction's
+/// combined, the moves' every source's), each source's scale and escaping buckets.
+struct Agreed {
+    stats: DeviceBuffer,
+    scales: Vec<Scale>,
+    escapes: Escapes,
+}
+
+/// The escaping buckets' exact elements combined across the ranks ([`Communicator::send_escapes`]),
+/// alive until the call's synchronize.
+struct Escaped {
+    /// A reduction's: the packed buckets, all-reduced; the moves': every source's, gathered.
+    combined: DeviceBuffer,
+    /// The moves' packed buckets of this rank, which the gather reads.
+    _packed: Option<DeviceBuffer>,
+}
+
+/// Whether the rejection words `bytes` (little-endian `u32`s, [`REJECTED_WORDS`] per bucket)
+/// reject an element of a bucket outside `escaping` (in increasing order).
+fn rejected_outside(bytes: &[u8], escaping: &[usize]) -> bool {
+    let words: Vec<bool> = bytes.chunks_exact(4).map(|w| w != [0; 4]).collect();
+    (words.chunks_exact(REJECTED_WORDS).enumerate())
+        .any(|(b, w)| w.iter().any(|&x| x) && escaping.binary_search(&b).is_err())
+}
+
+/// The buckets whose records (a source's) flag a NaN or an infinity.
+fn flagged_records(records: &[f32]) -> Vec<usize> {
+    (records.chunks_exact(STAT_WORDS).enumerate())
+        .filter(|(_, r)| r[2] != 0.0)
+        .map(|(b, _)| b)
+        .collect()
+}
+
+/// The buckets whose rejection words (a source's, [`REJECTED_WORDS`] `u32`s per bucket) are
+/// set, and whether one of them holds a NaN or an infinity.
+fn rejected_buckets(words: &[u32]) -> (Vec<usize>, bool) {
+    let buckets = (words.chunks_exact(REJECTED_WORDS).enumerate())
+        .filter(|(_, w)| w.iter().any(|&x| x != 0))
+        .map(|(b, _)| b)
+        .collect();
+    let not_finite = words.chunks_exact(REJECTED_WORDS).any(|w| w[1] != 0);
+    (buckets, not_finite)
 }
 
 /// The options of the calls a lossy call makes on its statistics and rejection words.
@@ -100,17 +189,6 @@ fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
-}
-
-/// Why a call travels exactly, from [`REJECTED_WORDS`] little-endian words of rejections
-/// (every rank's, combined by `max`); `None` where every element had a level.
-fn rejection(words: &[u8]) -> Option<Exact> {
-    let word = |w: usize| words[4 * w..4 * w + 4] != [0; 4];
-    match (word(0), word(1)) {
-        (_, true) => Some(Exact::NotFinite),
-        (true, false) => Some(Exact::TooFine),
-        (false, false) => None,
-    }
 }
 
 impl Communicator {
@@ -197,19 +275,19 @@ impl Communicator {
         }
 
         // 1.-2. every source's scale, agreed: an absolute bound's is the policy's, with levels
-        // up to what a sum of `terms` leaves (whether every element has one is agreed after
-        // step 3); the others' come from the statistics
-        let (stats, scales) = match lossy {
+        // up to what a sum of `terms` leaves (which buckets escape is agreed after step 3);
+        // the others' come from the statistics, and so do their escaping buckets
+        let sources = if reducing { 1 } else { k };
+        let (stats, scales, escapes) = match lossy {
             Lossy::ErrorBound(Bound::Abs(eb)) => {
-                let sources = if reducing { 1 } else { k };
                 let scale = Scale {
                     eb,
                     qmax: MAX_LEVEL / terms,
                 };
-                (None, vec![scale; sources])
+                (None, vec![scale; sources], None)
             }
             _ => match self.agree_on_statistics(&c, lossy, (has_input, reducing, terms), (bucket, records))? {
-                Ok((stats, scales)) => (Some(stats), scales),
+                Ok(Agreed { stats, scales, escapes }) => (Some(stats), scales, Some(escapes)),
                 Err(why) => {
                     self.lossy.travels_exactly(why);
                     return self.submit(c, opts);
@@ -241,7 +319,7 @@ impl Communicator {
         let ebs: Vec<u8> = scales.iter().flat_map(|s| s.eb.to_le_bytes()).collect();
         let mut ebs_buf = self.alloc(ebs.len())?;
         ebs_buf.copy_from_host(&ebs)?;
-        let (qin, mut rejected) = (self.alloc(c.n)?, self.alloc(4 * REJECTED_WORDS)?);
+        let (qin, mut rejected) = (self.alloc(c.n)?, self.alloc(4 * REJECTED_WORDS * records)?);
         if has_input {
             let q = Quantizing {
                 input: c.src,
@@ -257,22 +335,35 @@ impl Communicator {
             // its words, `stats` (QSGD) this source's records at `own_records`.
             unsafe { kernels::quantize(self.links.engine(), dtype, q) }?;
         }
-        if stats.is_none() {
-            // the ranks agree whether any element had no level, and why
-            self.all_reduce(
-                Data::InPlace(&mut rejected),
-                REJECTED_WORDS,
-                DType::U32,
-                ReduceOp::Max,
-                exact(),
-            )?;
-            self.synchronize()?;
-            if let Some(why) = rejection(&rejected.to_host()?) {
-                self.lossy.travels_exactly(why);
-                return self.submit(c, opts);
+        let escapes = match escapes {
+            Some(escapes) => escapes,
+            None => {
+                // the ranks agree which buckets hold an element without a level, and why
+                let words = self.agree_on_rejections(&mut rejected, REJECTED_WORDS * records, reducing)?;
+                let mut escapes = Escapes {
+                    buckets: Vec::with_capacity(sources),
+                    bucket,
+                    n: c.n,
+                };
+                for words in words.chunks_exact(REJECTED_WORDS * records) {
+                    let (buckets, not_finite) = rejected_buckets(words);
+                    if escapes.too_many(&buckets) {
+                        self.lossy.travels_exactly(match not_finite {
+                            true => Exact::NotFinite,
+                            false => Exact::TooFine,
+                        });
+                        return self.submit(c, opts);
+                    }
+                    escapes.buckets.push(buckets);
+                }
+                self.lossy.quantized();
+                escapes
             }
-            self.lossy.quantized();
-        }
+        };
+        self.lossy.escaped(escapes.count());
+        // the escaping buckets' exact collective (their places in the output are written after
+        // the levels', step 6)
+        let escaped = self.send_escapes(&c, &escapes, op, (has_input, reducing))?;
 
         // 4. the collective on the levels, coded as the call's compression says
         let int_op = match op {
@@ -325,28 +416,34 @@ impl Communicator {
             // records from `source` on.
             unsafe { kernels::dequantize(self.links.engine(), dtype, d) }?;
         }
+        // 6. the escaping buckets' exact elements over their levels' values
+        if let (Some(escaped), true) = (&escaped, has_output) {
+            self.place_escapes(&c, &escapes, escaped)?;
+        }
         if let Some(s) = opts.stream {
             let _order = self.links.calls();
             self.links.join_caller(s, true)?;
         }
         self.synchronize()?;
+        drop(escaped);
         match stats {
-            Some(_) => self.check_levels(&rejected, coll),
+            Some(_) => self.check_levels(&rejected, &escapes.buckets[if reducing { 0 } else { me }], coll),
             None => Ok(()),
         }
     }
 
     /// Steps 1 and 2 under a relative bound or QSGD: the statistics of this rank's input (in
     /// `records` buckets of `bucket` elements), their exchange (a max-all_reduce for a
-    /// reduction, an all_gather for the moves), and from them each source's scale, or why the
-    /// call travels exactly, alike on every rank. `terms` is the ranks a sum adds (else 1).
+    /// reduction, an all_gather for the moves), and from them each source's scale and escaping
+    /// buckets, or why the call travels exactly, alike on every rank. `terms` is the ranks a
+    /// sum adds (else 1).
     fn agree_on_statistics(
         &self,
         c: &Prepared,
         lossy: Lossy,
         (has_input, reducing, terms): (bool, bool, u64),
         (bucket, records): (usize, usize),
-    ) -> Result<std::result::Result<(DeviceBuffer, Vec<Scale>), Exact>> {
+    ) -> Result<std::result::Result<Agreed, Exact>> {
         let (k, coll, dtype) = (self.nranks, c.coll, c.dtype);
         let mut mine = self.alloc(records * RECORD_BYTES)?;
         if has_input {
@@ -382,25 +479,165 @@ impl Communicator {
             .map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")))
             .collect();
         let used = |s: usize| reducing || coll != Coll::Broadcast || s == c.root;
-        let scales: std::result::Result<Vec<Scale>, Exact> = host
-            .chunks(records * STAT_WORDS)
-            .enumerate()
-            .map(|(s, r)| match used(s) {
-                true => scale_of(lossy, r).and_then(|sc| match terms * sc.qmax <= MAX_LEVEL {
-                    true => Ok(sc),
-                    false => Err(Exact::TooFine),
-                }),
-                false => Ok(Scale { eb: 0.0, qmax: 0 }),
-            })
-            .collect();
-        Ok(scales.map(|scales| (stats, scales)))
+        let mut escapes = Escapes {
+            buckets: Vec::new(),
+            bucket,
+            n: c.n,
+        };
+        let mut scales = Vec::new();
+        for (s, r) in host.chunks(records * STAT_WORDS).enumerate() {
+            if !used(s) {
+                scales.push(Scale { eb: 0.0, qmax: 0 });
+                escapes.buckets.push(Vec::new());
+                continue;
+            }
+            let flagged = flagged_records(r);
+            if escapes.too_many(&flagged) {
+                return Ok(Err(Exact::NotFinite));
+            }
+            let scale = match scale_of(lossy, r) {
+                Ok(sc) if terms * sc.qmax <= MAX_LEVEL => sc,
+                _ => return Ok(Err(Exact::TooFine)),
+            };
+            scales.push(scale);
+            escapes.buckets.push(flagged);
+        }
+        Ok(Ok(Agreed { stats, scales, escapes }))
     }
 
-    /// The error of a quantization that found an element without a level: its input changed
-    /// between the statistics and the quantization (a race in the caller). The communicator
-    /// is aborted (its peers may have combined the levels of this rank's changed input).
-    fn check_levels(&self, rejected: &DeviceBuffer, coll: Coll) -> Result<()> {
-        if rejected.to_host()?.iter().all(|&b| b == 0) {
+    /// Under an absolute bound, after step 3: the ranks' rejection words (`words` `u32`s per
+    /// rank at `rejected`), a reduction's max-combined, the moves' gathered (each source's in
+    /// turn), read on the host.
+    fn agree_on_rejections(&self, rejected: &mut DeviceBuffer, words: usize, reducing: bool) -> Result<Vec<u32>> {
+        let all = match reducing {
+            true => {
+                self.all_reduce(Data::InPlace(rejected), words, DType::U32, ReduceOp::Max, exact())?;
+                None
+            }
+            false => {
+                let mut all = self.alloc(self.nranks * 4 * words)?;
+                self.all_gather(
+                    Data::OutOfPlace {
+                        src: rejected,
+                        dst: &mut all,
+                    },
+                    words,
+                    DType::U32,
+                    exact(),
+                )?;
+                Some(all)
+            }
+        };
+        self.synchronize()?;
+        let bytes = match &all {
+            Some(all) => all.to_host()?,
+            None => rejected.to_host()?,
+        };
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+            .collect())
+    }
+
+    /// The escaping buckets' own exact collective (before the levels'): each rank packs its
+    /// input's escaping buckets into a buffer of as many elements as the largest source's (a
+    /// reduction's one source: the same buckets on every rank), then a reduction all-reduces
+    /// the buffers with the call's operator and the moves all-gather them (each source's
+    /// escapes reach every rank). `None` where nothing escapes.
+    fn send_escapes(
+        &self,
+        c: &Prepared,
+        escapes: &Escapes,
+        op: ReduceOp,
+        (has_input, reducing): (bool, bool),
+    ) -> Result<Option<Escaped>> {
+        let (m, size) = (escapes.packed(), c.dtype.size_bytes());
+        if m == 0 {
+            return Ok(None);
+        }
+        let mut packed = self.alloc(m * size)?;
+        if has_input {
+            let mut at = 0;
+            for &b in &escapes.buckets[if reducing { 0 } else { self.rank }] {
+                let r = escapes.range(b);
+                // SAFETY: bucket `b` of the checked input `c.src` (`c.n` elements), and room in
+                // `packed` for every escaping element of this source; both stay allocated until
+                // the call's synchronize.
+                unsafe {
+                    self.links.copy_within(
+                        packed.ptr().wrapping_add(at * size),
+                        c.src.wrapping_add(r.start * size),
+                        r.len() * size,
+                    )
+                }?;
+                at += r.len();
+            }
+        }
+        if reducing {
+            self.all_reduce(Data::InPlace(&mut packed), m, c.dtype, op, exact())?;
+            return Ok(Some(Escaped {
+                combined: packed,
+                _packed: None,
+            }));
+        }
+        let mut all = self.alloc(self.nranks * m * size)?;
+        self.all_gather(
+            Data::OutOfPlace {
+                src: &packed,
+                dst: &mut all,
+            },
+            m,
+            c.dtype,
+            exact(),
+        )?;
+        Ok(Some(Escaped {
+            combined: all,
+            _packed: Some(packed),
+        }))
+    }
+
+    /// Step 6: each escaping bucket's exact elements (from [`Self::send_escapes`]) over the
+    /// values the levels gave them, where this rank's output holds them: element `i` of source
+    /// `s`'s input lands at `base(s) + i - first` for `i` in `first..first + count` (the part
+    /// of a source's input this rank's output has).
+    fn place_escapes(&self, c: &Prepared, escapes: &Escapes, escaped: &Escaped) -> Result<()> {
+        let (me, count, size, m) = (self.rank, c.count, c.dtype.size_bytes(), escapes.packed());
+        let (first, base): (usize, &dyn Fn(usize) -> usize) = match c.coll {
+            Coll::ReduceScatter => (me * count, &|_| 0),
+            Coll::AllGather => (0, &|s| s * count),
+            Coll::AllToAll => (me * count, &|s| s * count),
+            _ => (0, &|_| 0),
+        };
+        for (s, buckets) in escapes.buckets.iter().enumerate() {
+            let mut at = s * m;
+            for &b in buckets {
+                let r = escapes.range(b);
+                let (lo, hi) = (r.start.max(first), r.end.min(first + count));
+                if lo < hi {
+                    // SAFETY: elements `lo..hi` of source `s`'s escapes in the combined buffer
+                    // (`k m` or `m` elements), and their places in the checked output (`first..
+                    // first + count` of the source's input map into it); both stay allocated
+                    // until the call's synchronize.
+                    unsafe {
+                        self.links.copy_within(
+                            c.dst.wrapping_add((base(s) + lo - first) * size),
+                            escaped.combined.ptr().wrapping_add((at + lo - r.start) * size),
+                            (hi - lo) * size,
+                        )
+                    }?;
+                }
+                at += r.len();
+            }
+        }
+        Ok(())
+    }
+
+    /// The error of a quantization that found an element without a level outside the
+    /// buckets that escape (`escaping`, this rank's source's): its input changed between the
+    /// statistics and the quantization (a race in the caller). The communicator is aborted
+    /// (its peers may have combined the levels of this rank's changed input).
+    fn check_levels(&self, rejected: &DeviceBuffer, escaping: &[usize], coll: Coll) -> Result<()> {
+        if !rejected_outside(&rejected.to_host()?, escaping) {
             return Ok(());
         }
         let why = format!(
@@ -412,5 +649,56 @@ impl Communicator {
         self.abort();
         self.fail(why.clone());
         Err(Error::InputChanged(why))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rejection words of `buckets` buckets with word `word` of each bucket in `set` at 1.
+    fn words(buckets: usize, set: &[(usize, usize)]) -> Vec<u8> {
+        let mut w = vec![0u32; REJECTED_WORDS * buckets];
+        for &(b, word) in set {
+            w[REJECTED_WORDS * b + word] = 1;
+        }
+        w.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn a_rejection_outside_the_escaping_buckets_is_an_input_that_changed() {
+        assert!(!rejected_outside(&words(4, &[]), &[]));
+        assert!(!rejected_outside(&words(4, &[(1, 1), (3, 0)]), &[1, 3]));
+        assert!(rejected_outside(&words(4, &[(1, 1), (2, 1)]), &[1, 3]));
+        assert!(rejected_outside(&words(4, &[(0, 0)]), &[]));
+        assert!(rejected_outside(&words(4, &[(3, 1)]), &[0, 1, 2]));
+    }
+
+    #[test]
+    fn rejected_buckets_and_their_reason() {
+        let w = |b: &[u8]| -> Vec<u32> {
+            b.chunks_exact(4)
+                .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+                .collect()
+        };
+        assert_eq!(rejected_buckets(&w(&words(5, &[(4, 0), (1, 0)]))), (vec![1, 4], false));
+        assert_eq!(rejected_buckets(&w(&words(5, &[(2, 1), (2, 0)]))), (vec![2], true));
+        assert_eq!(rejected_buckets(&w(&words(2, &[]))), (vec![], false));
+    }
+
+    #[test]
+    fn escapes_are_too_many_past_64_buckets_or_half_the_elements() {
+        let e = Escapes {
+            buckets: vec![],
+            bucket: 10,
+            n: 2000,
+        };
+        assert!(!e.too_many(&(0..64).collect::<Vec<_>>()));
+        assert!(e.too_many(&(0..65).collect::<Vec<_>>()));
+        let small = Escapes { n: 95, ..e };
+        // buckets of 10 and a last one of 5: 50 of 95 elements is past half, 45 is not
+        assert!(!small.too_many(&[0, 1, 2, 3, 9]));
+        assert!(small.too_many(&[0, 1, 2, 3, 4]));
+        assert_eq!(small.range(9), 90..95);
     }
 }

@@ -16,25 +16,37 @@
 //! exactly. A call's own policy ([`super::Options::lossy`]) that it cannot serve is an
 //! [`crate::Error::InvalidArgument`]. How a call runs (`call.rs`):
 //!
-//! 1. every rank computes statistics records of its input (per bucket: max, min, a NaN or
-//!    infinity seen, L2 norm) and the ranks exchange them: a max-all_reduce for a reduction, an
-//!    all_gather for the moves (each source rank's scales);
-//! 2. the host reads them (a lossy call waits for the device here): where any element is a NaN
-//!    or an infinity, or the bound is too fine for the data's range (a level, or for a sum of
-//!    `k` ranks `k` levels, beyond the `i8` levels' 127; under QSGD, a bucket's norm past
-//!    `f32` or too small for its levels), the call travels exactly instead,
-//!    decided alike on every rank ([`LossyCounts`] says how often);
-//! 3. quantize, the collective on the levels (sum, max, min, or moved), scale back into the
-//!    output; the call returns once the result is in place (it checks that every element had a
-//!    level: an input that changed under the call is [`crate::Error::InputChanged`], and the
+//! 1. every rank computes statistics records of its input (per bucket of 4096 elements, QSGD:
+//!    of its bucket; max, min, a NaN or infinity seen, L2 norm) and the ranks exchange them: a
+//!    max-all_reduce for a reduction, an all_gather for the moves (each source rank's scales);
+//! 2. the host reads them (a lossy call waits for the device here). The buckets that hold a
+//!    NaN or an infinity **escape**: they travel exactly, in a collective of their own (3), and
+//!    the scale comes from the other buckets. Where the bound is too fine for the data's range
+//!    (a level, or for a sum of `k` ranks `k` levels, beyond the `i8` levels' 127; under QSGD, a
+//!    bucket's norm past `f32` or too small for its levels), or a source has more than 64
+//!    escaping buckets or they hold more than half its elements, the call travels exactly
+//!    instead, decided alike on every rank ([`LossyCounts`] says how often);
+//! 3. quantize; each rank packs its escaping buckets' elements into one buffer, and a
+//!    reduction all-reduces the packed buffers exactly (the same buckets on every rank: their
+//!    union), the moves all-gather them (each source's);
+//! 4. the collective on the levels (sum, max, min, or moved), scale back into the output, and
+//!    the escaping buckets' exact elements over their places in it; the call returns once the
+//!    result is in place (it checks that every element without a level lay in an escaping
+//!    bucket: an input that changed under the call is [`crate::Error::InputChanged`], and the
 //!    communicator is aborted, so the peers' next calls fail too).
+//!
+//! So a NaN or an infinity comes out where the exact call puts one, NaN payloads included in
+//! the moves; the escaping buckets' finite elements are the exact call's too, up to the order
+//! a reduction adds in.
 //!
 //! An absolute bound needs no statistics, so such a call reads its input once: it quantizes
 //! at once with levels up to `127 / k` (`k` the ranks a sum adds, else 1), and the ranks
-//! agree, by a max-all_reduce of the quantizer's two rejection words, whether an element had
-//! no level (a NaN or an infinity, or beyond); then the call travels exactly, as in step 2.
-//! It quantizes wherever the statistics' rule would, and also where that rule, which keeps
-//! a level of margin (`floor(max |x| / 2 eb) + 1 <= 127 / k`), would not but every level fits.
+//! agree, by a max-all_reduce (the moves: an all_gather) of the quantizer's rejection words
+//! per bucket of 4096, which buckets had an element without a level (a NaN, an infinity, or a
+//! value beyond the levels): those escape, as in step 2, or the call travels exactly where
+//! they are too many. It quantizes wherever the statistics' rule would, and also where that
+//! rule, which keeps a level of margin (`floor(max |x| / 2 eb) + 1 <= 127 / k`), would not but
+//! every level fits.
 //!
 //! Levels are `i8`, narrower than every dtype served (a quarter of f32's bytes, half of bf16's;
 //! the lossless coders then take what the levels leave): a sum of `k` ranks under QSGD needs
@@ -143,6 +155,9 @@ pub struct LossyCounts {
     pub not_finite: u64,
     /// Calls that traveled exactly: the bound was too fine for the data's range.
     pub too_fine: u64,
+    /// Buckets that escaped in calls that quantized: they held a NaN, an infinity or (under an
+    /// absolute bound) a value beyond the levels, and traveled exactly beside the levels.
+    pub escaped: u64,
 }
 
 /// The communicator's [`LossyCounts`], counted as calls decide.
@@ -151,6 +166,7 @@ pub(super) struct Counters {
     quantized: AtomicU64,
     not_finite: AtomicU64,
     too_fine: AtomicU64,
+    escaped: AtomicU64,
 }
 
 impl Counters {
@@ -168,12 +184,18 @@ impl Counters {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts `buckets` escaping buckets of a quantized call.
+    fn escaped(&self, buckets: usize) {
+        self.escaped.fetch_add(buckets as u64, Ordering::Relaxed);
+    }
+
     /// The counts so far.
     pub(super) fn get(&self) -> LossyCounts {
         LossyCounts {
             quantized: self.quantized.load(Ordering::Relaxed),
             not_finite: self.not_finite.load(Ordering::Relaxed),
             too_fine: self.too_fine.load(Ordering::Relaxed),
+            escaped: self.escaped.load(Ordering::Relaxed),
         }
     }
 }
