@@ -133,8 +133,9 @@ pub(super) unsafe fn stats(
 }
 
 /// One launch of `kernels::lossy::quantize`: the `n` elements at `input` into `i8` levels at
-/// `out`, under the bound `eb` within `qmax`, or QSGD with the norms of `stats`' records;
-/// `*rejected` set to 1 where an element has no level.
+/// `out`, under the bound `eb` within `qmax`, or QSGD with the norms of `stats`' records; a
+/// bucket's rejection words at `rejected` (`lossy::REJECTED_WORDS` `u32`s per bucket of
+/// `how.bucket` elements) set to 1 where an element of it has no level.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Quantizing {
     pub input: *const u8,
@@ -150,9 +151,9 @@ pub(super) struct Quantizing {
 /// Runs `q` on `dtype` elements.
 ///
 /// # Safety
-/// `q.input` holds `n` elements, `q.out` room for `n` levels, `q.rejected` one word and (QSGD)
-/// `q.stats` the records of `ceil(n / bucket)` buckets, in the engine's memory, alive and
-/// untouched by others until the launch has run.
+/// `q.input` holds `n` elements, `q.out` room for `n` levels, `q.rejected` the rejection words
+/// and (QSGD) `q.stats` the records of `ceil(n / bucket)` buckets, in the engine's memory,
+/// alive and untouched by others until the launch has run.
 pub(super) unsafe fn quantize((engine, backend): (&Engine, Backend), dtype: DType, q: Quantizing) -> Result<()> {
     let threads = q.n.div_ceil(QUANTIZE_UNIT);
     let Some((gpu, stream)) = gpu(engine) else {
