@@ -229,17 +229,9 @@ pub unsafe fn quantize<W: Warp, T: F32Exact>(
         // a level is within `qmax <= 127` or `levels <= 127`
         q.map(|q| q as i8 as u8).ok_or(if x.is_finite() { 1 } else { 2 })
     };
-    // element `i` had no level for the reasons `bits` (its rejection words' bits)
-    let reject = |i: usize, bits: u32| {
-        let at = REJECTED_WORDS * buckets.div(w, i);
-        for word in 0..REJECTED_WORDS {
-            if bits & 1 << word != 0 {
-                // SAFETY: word `word` of the bucket's `REJECTED_WORDS`; every writer stores
-                // the same value.
-                unsafe { w.store_relaxed(rejected.add(at + word), 1u32, Scope::Gpu) }
-            }
-        }
-    };
+    // elements `i0 ..` had no level for the reasons in `bad` (two bits per element)
+    // SAFETY: the caller's `rejected` and `bucket`; the elements are below `n`.
+    let reject = |i0: usize, bad: u32| unsafe { reject(w, rejected, bucket, i0, bad) };
     let units = if aligned(input) && aligned(out) {
         n / QUANTIZE_UNIT
     } else {
@@ -269,6 +261,28 @@ pub unsafe fn quantize<W: Warp, T: F32Exact>(
         // SAFETY: `i < n`.
         unsafe { out.add(i).write(q.unwrap_or(0) as i8) };
         i += stride;
+    }
+}
+
+/// Sets the rejection words of elements `i0 ..` that had no level: element `i0 + k`'s reasons
+/// are bits `2k` and `2k + 1` of `bad` (word 0 and word 1 of its bucket's [`REJECTED_WORDS`]).
+/// Out of line and cold: a kernel's hot loop only tests `bad`.
+///
+/// # Safety
+/// `rejected` is valid for the rejection words of every bucket (of `bucket >= 1` elements)
+/// that the elements marked in `bad` fall in.
+#[cold]
+#[inline(never)]
+unsafe fn reject<W: Warp>(w: W, rejected: *mut u32, bucket: usize, i0: usize, bad: u32) {
+    for k in 0..QUANTIZE_UNIT {
+        let at = REJECTED_WORDS * ((i0 + k) / bucket);
+        for word in 0..REJECTED_WORDS {
+            if bad >> (2 * k + word) & 1 != 0 {
+                // SAFETY: word `word` of the bucket's `REJECTED_WORDS` (the caller's
+                // contract); every writer stores the same value.
+                unsafe { w.store_relaxed(rejected.add(at + word), 1u32, Scope::Gpu) }
+            }
+        }
     }
 }
 
@@ -370,12 +384,7 @@ unsafe fn quantize_units<W: Warp, T: F32Exact, const QSGD: bool>(
             }
         }
         if bad != 0 {
-            for k in 0..QUANTIZE_UNIT {
-                let bits = bad >> (2 * k) & 3;
-                if bits != 0 {
-                    reject(i0 + k, bits);
-                }
-            }
+            reject(i0, bad);
         }
         // SAFETY: levels `i0 .. i0 + 8` of the units, 8-byte aligned.
         unsafe { each.out.add(i0).cast::<u64>().write(low as u64 | (high as u64) << 32) };
