@@ -1,5 +1,6 @@
 //! One lossy call, in the order of the module docs: statistics, their exchange, the host's
-//! decision, quantization, the collective on the levels, and the levels scaled back.
+//! decision, quantization, the escaping buckets' exact collective, the collective on the
+//! levels, the levels scaled back and the escapes put in their places.
 
 use super::kernels::{self, Dequantizing, Levels, Quantizing};
 use super::{Bound, Lossy};
@@ -93,7 +94,7 @@ const MAX_ESCAPES: usize = 64;
 /// The buckets of each source that escape: they hold an element without a level (a NaN or an
 /// infinity; under an absolute bound also a value beyond the levels), and travel exactly in a
 /// collective of their own beside the levels' ([`Communicator::send_escapes`]).
-#[derive(Clone, Debug, Default)]
+#[derive(Debug)]
 struct Escapes {
     /// Per source (a reduction has one), the escaping buckets in increasing order.
     buckets: Vec<Vec<usize>>,
