@@ -33,6 +33,7 @@
 # | int_codecs  | the coded integers (i8, u8, i32, u32): `zipcoll-bench crosscheck` of warp and block frames (INT_SIZES, default 256K,12345), `zipcoll-comm check --quick` over P2P and NET with the ops of INT_OPS (default every op), compression off, expans, expwindow and auto, and `zipcoll-perf` over NET of i32 (N(0, 100^2)) all_reduce, all_gather and sendrecv (INT_PERF_SIZES, default 64 MiB) with off, expans and auto under ZIPCOLL_NET_RATE_LIMIT=INT_NET_LIMIT (default none) |
 # | lossy       | `zipcoll-comm lossy` over P2P and NET (COMM_RANKS ranks, default 2; LOSSY_COUNT elements per block, default 100000): every lossy call (on N(0,1) data, and again with a NaN, an infinity and 1e30 put in, whose buckets escape) within its bound and byte-identical to the simulator's; `zipcoll-perf` all_reduce of f32 over NET (LOSSY_PERF_SIZES, default 64 MiB) with off, auto and three lossy policies (abs 0.1, rel 1e-2, QSGD 4 bits: coarse enough for 8-bit levels) for each ZIPCOLL_NET_RATE_LIMIT of LOSSY_NET_LIMITS (default `none 11921M`: none and 12.5 GB/s, 100 Gb/s), and beside it the levels' collective alone (an i8 all_reduce of LOSSY_LEVELS_SIZES, default 16 MiB: the levels of 64 MiB of f32; off and auto) |
 # | lossy_ncu   | the quantizer kernels (lossy_stats, quantize, dequantize) under ncu in a 256 MiB f32 lossy all_reduce over P2P (abs 0.1 and QSGD 4 bits): time, DRAM bytes, instructions and fp64-pipe use per launch; beside it `zipcoll-bench codec`'s device memcpy of 256 MiB as the ceiling. Not under MPS=1 (ncu cannot profile MPS clients) |
+# | lossy_ab    | lossy_ncu's kernels for each module side by side: the module the other steps use ("pack") and each carried .gpu-ab/*.cubin.zst (e.g. an earlier commit's, built with the small filter of BENCHMARKS' lossy A/Bs), AB_ROUNDS rounds (default 2) interleaved, device memcpy beside them. Not under MPS=1 |
 # | lossy_grads | NCCLZ's Table I on real gradients: `zipcoll inspect --lossy` (each spec of LOSSY_GRADS_SPECS, default rel 1e-4 and 1e-3, QSGD 8 and 4 bits) on every LOSSY_GRADS_EVERY-th frame (default 8: 68 MiB; the simulator codes ~3.5 MB/s) of the fp32 gradients of benches/gpu/make_tensors.py's small GPT (written to /tmp) |
 # | p2p_cycles  | over P2P: `zipcoll-comm cycles` (CYCLES, default 1000, init/abort cycles; open files, threads, resident memory and cuMemGetInfo before and after) |
 #
@@ -104,6 +105,11 @@ if [ "${MPS:-}" = 1 ]; then
   nvidia-cuda-mps-control -d && echo "MPS daemon started" | tee -a "$OUT/summary.log"
   trap 'echo quit | nvidia-cuda-mps-control' EXIT
 fi
+# the quantizer kernels (lossy_stats, quantize, dequantize) under ncu in a 256 MiB f32 lossy
+# all_reduce over P2P (abs 0.1 and QSGD 4 bits): time, DRAM bytes, instructions, fp64 use
+LOSSY_NCU=(ncu --target-processes all -k regex:'lossy_stats|quantize' --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__inst_executed_pipe_fp64.sum,sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed
+  .gpu/bin/zipcoll-perf all_reduce -d f32 -b 256M -e 256M -n 1 -w 0 -c 0 --ranks "${COMM_RANKS:-2}" --transport p2p
+  --compression lossy:error-bound:abs=0.1,lossy:qsgd:bits=4)
 for step in $STEPS; do
   case $step in
     example) run example .gpu/bin/reduce_copy --backend cuda ;;
@@ -229,9 +235,23 @@ for step in $STEPS; do
     lossy_ncu)
       [ "${MPS:-}" = 1 ] && { echo "gpu-run.sh: lossy_ncu cannot run under MPS=1 (ncu does not profile MPS clients)" >&2; exit 2; }
       run lossy_memcpy .gpu/bin/zipcoll-bench codec --sizes 256M --dtype f32 --codec raw --unit block
-      run lossy_kernels_ncu ncu --target-processes all -k regex:'lossy_stats|quantize' --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__inst_executed_pipe_fp64.sum,sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed \
-        .gpu/bin/zipcoll-perf all_reduce -d f32 -b 256M -e 256M -n 1 -w 0 -c 0 --ranks ${COMM_RANKS:-2} --transport p2p \
-        --compression lossy:error-bound:abs=0.1,lossy:qsgd:bits=4 ;;
+      run lossy_kernels_ncu "${LOSSY_NCU[@]}" ;;
+    lossy_ab)
+      [ "${MPS:-}" = 1 ] && { echo "gpu-run.sh: lossy_ab cannot run under MPS=1 (ncu does not profile MPS clients)" >&2; exit 2; }
+      # the module the other steps use ("pack"), then each carried .gpu-ab/*.cubin.zst
+      cp "$ZIPCOLL_CUDA_MODULE" /tmp/ab_pack.cubin && mods=pack
+      for z in .gpu-ab/*.cubin.zst; do
+        [ -e "$z" ] || continue
+        name=$(basename "$z" .cubin.zst)
+        LD_LIBRARY_PATH=.gpu/tools${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$ZSTD" -q -d -f "$z" -o "/tmp/ab_$name.cubin" \
+          && mods="$mods $name" || status=1
+      done
+      run lossy_memcpy .gpu/bin/zipcoll-bench codec --sizes 256M --dtype f32 --codec raw --unit block
+      for round in $(seq "${AB_ROUNDS:-2}"); do
+        for name in $mods; do
+          run "lossy_ab_${name}_r$round" env ZIPCOLL_CUDA_MODULE=/tmp/ab_$name.cubin "${LOSSY_NCU[@]}"
+        done
+      done ;;
     lossy_grads)
       run lossy_tensors python3 benches/gpu/make_tensors.py /tmp/zipcoll-tensors
       # every LOSSY_GRADS_EVERY-th frame of 65536 f32 (inspect's default frame): the layers in proportion
