@@ -130,6 +130,17 @@ impl Escapes {
     fn count(&self) -> usize {
         self.buckets.iter().map(Vec::len).sum()
     }
+
+    /// Source `s`'s escaping buckets as (their first element's place in the source's packed
+    /// elements, their elements of the source's input), in the order they are packed.
+    fn packing(&self, s: usize) -> impl Iterator<Item = (usize, std::ops::Range<usize>)> + '_ {
+        self.buckets[s].iter().scan(0, |at, &b| {
+            let r = self.range(b);
+            let place = *at;
+            *at += r.len();
+            Some((place, r))
+        })
+    }
 }
 
 /// What the ranks agreed from their statistics (steps 1 and 2): the records (a reduction's
@@ -143,18 +154,28 @@ struct Agreed {
 /// The escaping buckets' exact elements combined across the ranks ([`Communicator::send_escapes`]),
 /// alive until the call's synchronize.
 struct Escaped {
-    /// A reduction's: the packed buckets, all-reduced; the moves': every source's, gathered.
+    /// A reduction's: the packed buckets, all-reduced; the moves': every source's, gathered,
+    /// `per_source` elements each.
     combined: DeviceBuffer,
+    /// Elements each source's packed buckets take ([`Escapes::packed`]).
+    per_source: usize,
     /// The moves' packed buckets of this rank, which the gather reads.
     _packed: Option<DeviceBuffer>,
 }
 
-/// Whether the rejection words `bytes` (little-endian `u32`s, [`REJECTED_WORDS`] per bucket)
-/// reject an element of a bucket outside `escaping` (in increasing order).
-fn rejected_outside(bytes: &[u8], escaping: &[usize]) -> bool {
-    let words: Vec<bool> = bytes.chunks_exact(4).map(|w| w != [0; 4]).collect();
-    (words.chunks_exact(REJECTED_WORDS).enumerate())
-        .any(|(b, w)| w.iter().any(|&x| x) && escaping.binary_search(&b).is_err())
+/// The little-endian `u32` words of `bytes` (a device buffer read on the host); an `f32`
+/// word is `f32::from_bits` of one.
+fn le_words(bytes: &[u8]) -> Vec<u32> {
+    (bytes.chunks_exact(4))
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+/// Whether the rejection words `words` (a source's, [`REJECTED_WORDS`] per bucket) reject an
+/// element of a bucket outside `escaping` (in increasing order).
+fn rejected_outside(words: &[u32], escaping: &[usize]) -> bool {
+    let (rejected, _) = rejected_buckets(words);
+    rejected.iter().any(|b| escaping.binary_search(b).is_err())
 }
 
 /// The buckets whose records (a source's) flag a NaN or an infinity.
@@ -474,11 +495,7 @@ impl Communicator {
             all
         };
         self.synchronize()?;
-        let host: Vec<f32> = stats
-            .to_host()?
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")))
-            .collect();
+        let host: Vec<f32> = le_words(&stats.to_host()?).into_iter().map(f32::from_bits).collect();
         let used = |s: usize| reducing || coll != Coll::Broadcast || s == c.root;
         let mut escapes = Escapes {
             buckets: Vec::new(),
@@ -534,10 +551,7 @@ impl Communicator {
             Some(all) => all.to_host()?,
             None => rejected.to_host()?,
         };
-        Ok(bytes
-            .chunks_exact(4)
-            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
-            .collect())
+        Ok(le_words(&bytes))
     }
 
     /// The escaping buckets' own exact collective (before the levels'): each rank packs its
@@ -558,12 +572,10 @@ impl Communicator {
         }
         let mut packed = self.alloc(m * size)?;
         if has_input {
-            let mut at = 0;
-            for &b in &escapes.buckets[if reducing { 0 } else { self.rank }] {
-                let r = escapes.range(b);
-                // SAFETY: bucket `b` of the checked input `c.src` (`c.n` elements), and room in
-                // `packed` for every escaping element of this source; both stay allocated until
-                // the call's synchronize.
+            for (at, r) in escapes.packing(if reducing { 0 } else { self.rank }) {
+                // SAFETY: an escaping bucket of the checked input `c.src` (`c.n` elements), and
+                // its place in `packed`, which has room for every escaping element of this
+                // source; both stay allocated until the call's synchronize.
                 unsafe {
                     self.links.copy_within(
                         packed.ptr().wrapping_add(at * size),
@@ -571,13 +583,13 @@ impl Communicator {
                         r.len() * size,
                     )
                 }?;
-                at += r.len();
             }
         }
         if reducing {
             self.all_reduce(Data::InPlace(&mut packed), m, c.dtype, op, exact())?;
             return Ok(Some(Escaped {
                 combined: packed,
+                per_source: m,
                 _packed: None,
             }));
         }
@@ -593,6 +605,7 @@ impl Communicator {
         )?;
         Ok(Some(Escaped {
             combined: all,
+            per_source: m,
             _packed: Some(packed),
         }))
     }
@@ -602,17 +615,16 @@ impl Communicator {
     /// `s`'s input lands at `base(s) + i - first` for `i` in `first..first + count` (the part
     /// of a source's input this rank's output has).
     fn place_escapes(&self, c: &Prepared, escapes: &Escapes, escaped: &Escaped) -> Result<()> {
-        let (me, count, size, m) = (self.rank, c.count, c.dtype.size_bytes(), escapes.packed());
+        let (me, count, size, m) = (self.rank, c.count, c.dtype.size_bytes(), escaped.per_source);
         let (first, base): (usize, &dyn Fn(usize) -> usize) = match c.coll {
             Coll::ReduceScatter => (me * count, &|_| 0),
             Coll::AllGather => (0, &|s| s * count),
             Coll::AllToAll => (me * count, &|s| s * count),
             _ => (0, &|_| 0),
         };
-        for (s, buckets) in escapes.buckets.iter().enumerate() {
-            let mut at = s * m;
-            for &b in buckets {
-                let r = escapes.range(b);
+        for s in 0..escapes.buckets.len() {
+            for (at, r) in escapes.packing(s) {
+                let at = s * m + at;
                 let (lo, hi) = (r.start.max(first), r.end.min(first + count));
                 if lo < hi {
                     // SAFETY: elements `lo..hi` of source `s`'s escapes in the combined buffer
@@ -627,7 +639,6 @@ impl Communicator {
                         )
                     }?;
                 }
-                at += r.len();
             }
         }
         Ok(())
@@ -638,7 +649,7 @@ impl Communicator {
     /// statistics and the quantization (a race in the caller). The communicator is aborted
     /// (its peers may have combined the levels of this rank's changed input).
     fn check_levels(&self, rejected: &DeviceBuffer, escaping: &[usize], coll: Coll) -> Result<()> {
-        if !rejected_outside(&rejected.to_host()?, escaping) {
+        if !rejected_outside(&le_words(&rejected.to_host()?), escaping) {
             return Ok(());
         }
         let why = format!(
@@ -658,12 +669,12 @@ mod tests {
     use super::*;
 
     /// Rejection words of `buckets` buckets with word `word` of each bucket in `set` at 1.
-    fn words(buckets: usize, set: &[(usize, usize)]) -> Vec<u8> {
+    fn words(buckets: usize, set: &[(usize, usize)]) -> Vec<u32> {
         let mut w = vec![0u32; REJECTED_WORDS * buckets];
         for &(b, word) in set {
             w[REJECTED_WORDS * b + word] = 1;
         }
-        w.iter().flat_map(|x| x.to_le_bytes()).collect()
+        w
     }
 
     #[test]
@@ -677,14 +688,30 @@ mod tests {
 
     #[test]
     fn rejected_buckets_and_their_reason() {
-        let w = |b: &[u8]| -> Vec<u32> {
-            b.chunks_exact(4)
-                .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-                .collect()
+        assert_eq!(rejected_buckets(&words(5, &[(4, 0), (1, 0)])), (vec![1, 4], false));
+        assert_eq!(rejected_buckets(&words(5, &[(2, 1), (2, 0)])), (vec![2], true));
+        assert_eq!(rejected_buckets(&words(2, &[])), (vec![], false));
+    }
+
+    #[test]
+    fn little_endian_words() {
+        assert_eq!(
+            le_words(&[1, 0, 0, 0, 0, 0, 0x80, 0xbf, 7]),
+            vec![1, (-1.0f32).to_bits()]
+        );
+    }
+
+    #[test]
+    fn escaping_buckets_are_packed_in_order() {
+        let e = Escapes {
+            buckets: vec![vec![1, 9], vec![], vec![0]],
+            bucket: 10,
+            n: 95,
         };
-        assert_eq!(rejected_buckets(&w(&words(5, &[(4, 0), (1, 0)]))), (vec![1, 4], false));
-        assert_eq!(rejected_buckets(&w(&words(5, &[(2, 1), (2, 0)]))), (vec![2], true));
-        assert_eq!(rejected_buckets(&w(&words(2, &[]))), (vec![], false));
+        assert_eq!(e.packing(0).collect::<Vec<_>>(), vec![(0, 10..20), (10, 90..95)]);
+        assert_eq!(e.packing(1).count(), 0);
+        assert_eq!(e.packing(2).collect::<Vec<_>>(), vec![(0, 0..10)]);
+        assert_eq!(e.packed(), 15);
     }
 
     #[test]
