@@ -33,7 +33,7 @@
 # | int_codecs  | the coded integers (i8, u8, i32, u32): `zipcoll-bench crosscheck` of warp and block frames (INT_SIZES, default 256K,12345), `zipcoll-comm check --quick` over P2P and NET with the ops of INT_OPS (default every op), compression off, expans, expwindow and auto, and `zipcoll-perf` over NET of i32 (N(0, 100^2)) all_reduce, all_gather and sendrecv (INT_PERF_SIZES, default 64 MiB) with off, expans and auto under ZIPCOLL_NET_RATE_LIMIT=INT_NET_LIMIT (default none) |
 # | lossy       | `zipcoll-comm lossy` over P2P and NET (COMM_RANKS ranks, default 2; LOSSY_COUNT elements per block, default 100000): every lossy call (on N(0,1) data, and again with a NaN, an infinity and 1e30 put in, whose buckets escape) within its bound and byte-identical to the simulator's; `zipcoll-perf` all_reduce of f32 over NET (LOSSY_PERF_SIZES, default 64 MiB) with off, auto and three lossy policies (abs 0.1, rel 1e-2, QSGD 4 bits: coarse enough for 8-bit levels) for each ZIPCOLL_NET_RATE_LIMIT of LOSSY_NET_LIMITS (default `none 11921M`: none and 12.5 GB/s, 100 Gb/s), and beside it the levels' collective alone (an i8 all_reduce of LOSSY_LEVELS_SIZES, default 16 MiB: the levels of 64 MiB of f32; off and auto) |
 # | lossy_ncu   | the quantizer kernels (lossy_stats, quantize, dequantize) under ncu in a 256 MiB f32 lossy all_reduce over P2P (abs 0.1 and QSGD 4 bits): time, DRAM bytes, instructions and fp64-pipe use per launch; beside it `zipcoll-bench codec`'s device memcpy of 256 MiB as the ceiling. Not under MPS=1 (ncu cannot profile MPS clients) |
-# | lossy_fixed | a lossy call's cost beside its levels': `zipcoll-perf` all_reduce of f32 from 64 KiB to 64 MiB, off and lossy (abs 0.1, rel 1e-2), and the small exact u32 all_reduce (4 KiB..1 MiB), over each of LOSSY_FIXED_TRANSPORTS (default `p2p net`) |
+# | lossy_fixed | a lossy call's cost beside its levels': `zipcoll-perf` all_reduce of f32 at 64 KiB, 1 MiB and 16 MiB, off and lossy (abs 0.1, rel 1e-2), and the small exact u32 all_reduce (4 KiB..1 MiB), over each of LOSSY_FIXED_TRANSPORTS (default `p2p net`) |
 # | lossy_ab    | lossy_ncu's kernels for each module side by side: the module the other steps use ("pack") and each carried .gpu-ab/*.cubin.zst (e.g. an earlier commit's, built with the small filter of BENCHMARKS' lossy A/Bs), AB_ROUNDS rounds (default 2) interleaved, device memcpy beside them. Not under MPS=1 |
 # | lossy_grads | NCCLZ's Table I on real gradients: `zipcoll inspect --lossy` (each spec of LOSSY_GRADS_SPECS, default rel 1e-4 and 1e-3, QSGD 8 and 4 bits) on every LOSSY_GRADS_EVERY-th frame (default 8: 68 MiB; the simulator codes ~3.5 MB/s) of the fp32 gradients of benches/gpu/make_tensors.py's small GPT (written to /tmp) |
 # | p2p_cycles  | over P2P: `zipcoll-comm cycles` (CYCLES, default 1000, init/abort cycles; open files, threads, resident memory and cuMemGetInfo before and after) |
@@ -235,9 +235,9 @@ for step in $STEPS; do
       done ;;
     lossy_fixed)
       # what a lossy call costs beside its levels' collective: off and lossy all_reduce of f32
-      # from 64 KiB to 64 MiB, then the small exact u32 all_reduce a lossy call makes first
+      # at 64 KiB, 1 MiB and 16 MiB, then the small exact u32 all_reduce a lossy call makes first
       for t in ${LOSSY_FIXED_TRANSPORTS:-p2p net}; do
-        run lossy_fixed_$t .gpu/bin/zipcoll-perf all_reduce -d f32 -b 64K -e 64M -f 16 -n 10 -w 3 --ranks ${COMM_RANKS:-2} \
+        run lossy_fixed_$t .gpu/bin/zipcoll-perf all_reduce -d f32 -b 64K -e 16M -f 16 -n 10 -w 3 --ranks ${COMM_RANKS:-2} \
           --transport $t --compression off,lossy:error-bound:abs=0.1,lossy:error-bound:rel=1e-2
         run lossy_small_$t .gpu/bin/zipcoll-perf all_reduce -d u32 -b 4K -e 1M -f 4 -n 10 -w 3 --ranks ${COMM_RANKS:-2} \
           --transport $t --compression off
